@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import helmet from 'helmet';
+import type { Config } from '../lib/config.js';
+import type { Orm } from '../lib/db.js';
+import type { Logger } from '../lib/logger.js';
+import type { NatsConnection } from '../lib/nats.js';
+import { SecretBox } from '../lib/secrets.js';
+import { AccessTokens } from './auth/access-tokens.js';
+import { createAuthenticator } from './auth/authenticate.js';
+import { Sessions } from './auth/sessions.js';
+import { errorHandler, notFoundHandler } from './http/errors.js';
+import { createMetrics } from './http/metrics.js';
+import { agentRoutes } from './routes/agents.js';
+import { apiTokenRoutes } from './routes/api-tokens.js';
+import { authRoutes } from './routes/auth.js';
+import { billingRoutes } from './routes/billing.js';
+import { healthRoutes } from './routes/health.js';
+
+export interface GatewayDeps {
+  config: Config;
+  orm: Orm;
+  nc: NatsConnection;
+  logger: Logger;
+  /** Injectable clock (ms since epoch) for token expiry and rate limits. */
+  now?: () => number;
+}
+
+/** JSON bodies of the API (webhooks read their raw bytes on their own route). */
+const JSON_BODY_LIMIT = '1mb';
+
+export function createGatewayApp(deps: GatewayDeps): Express {
+  const { config, orm, logger } = deps;
+  const now = deps.now ?? Date.now;
+  const secrets = new SecretBox(config.secretsKeys);
+  const tokens = new AccessTokens(config, now);
+  const sessions = new Sessions(orm, config, tokens, now);
+  const auth = createAuthenticator(orm, tokens, sessions, now);
+  const metrics = createMetrics();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.use((req, res, next) => {
+    req.requestId = randomUUID();
+    res.setHeader('X-Request-Id', req.requestId);
+    next();
+  });
+  app.use(metrics.observe);
+  app.use(helmet({ contentSecurityPolicy: false }));
+  app.use(healthRoutes({ orm, nc: deps.nc, registry: metrics.registry }));
+
+  app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
+  app.use('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }));
+  app.use('/api/api-tokens', apiTokenRoutes(auth));
+  app.use('/api/agents', agentRoutes(auth, secrets));
+  app.use('/api', billingRoutes(auth));
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return app;
+}

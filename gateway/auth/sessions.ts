@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../lib/config.js';
+import type { Orm } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
+import { sha256Hex } from '../../lib/secrets.js';
+import { AuthSessionSchema, RefreshTokenSchema } from '../../schema/entities.js';
+import type { AccessTokens } from './access-tokens.js';
+import { newRefreshToken } from './opaque-tokens.js';
+
+export interface SessionTokens {
+  access_token: string;
+  refresh_token: string;
+  expires_at: number;
+}
+
+/**
+ * Login sessions: one auth_sessions row per login, a chain of single-use refresh tokens
+ * stored as SHA-256 hashes. Presenting a token that was already rotated means it leaked
+ * (or two clients share it): the whole session is revoked.
+ */
+export class Sessions {
+  readonly #orm: Orm;
+  readonly #config: Config;
+  readonly #tokens: AccessTokens;
+  readonly #now: () => number;
+
+  constructor(orm: Orm, config: Config, tokens: AccessTokens, now: () => number = Date.now) {
+    this.#orm = orm;
+    this.#config = config;
+    this.#tokens = tokens;
+    this.#now = now;
+  }
+
+  #refreshExpiry(): Date {
+    return new Date(this.#now() + this.#config.refreshTokenTtlSeconds * 1000);
+  }
+
+  async start(userId: string, companyId: number): Promise<SessionTokens> {
+    const em = this.#orm.em.fork();
+    const sessionId = randomUUID();
+    const refresh = newRefreshToken();
+    await em.transactional(async (tx) => {
+      tx.create(AuthSessionSchema, { id: sessionId, userId, companyId, createdAt: new Date(this.#now()), expiresAt: this.#refreshExpiry(), revokedAt: null, revokedReason: null });
+      await tx.flush();
+      tx.create(RefreshTokenSchema, { sessionId, tokenHash: sha256Hex(refresh), createdAt: new Date(this.#now()), expiresAt: this.#refreshExpiry(), usedAt: null } as never);
+    });
+    const access = await this.#tokens.issue({ userId, companyId, sessionId });
+    return { access_token: access.token, refresh_token: refresh, expires_at: access.expiresAt };
+  }
+
+  /** Exchanges a refresh token for a new session pair; throws 401 REFRESH_FAILED otherwise. */
+  async refresh(refreshToken: string): Promise<SessionTokens> {
+    const fail = () => new AppError('REFRESH_FAILED');
+    const em = this.#orm.em.fork();
+    const row = await em.findOne(RefreshTokenSchema, { tokenHash: sha256Hex(refreshToken) });
+    if (!row) throw fail();
+    const session = await em.findOne(AuthSessionSchema, { id: row.sessionId });
+    if (!session || session.revokedAt) throw fail();
+    const now = new Date(this.#now());
+    // Single use, decided by the database so two concurrent refreshes cannot both win.
+    const claimed = await em.nativeUpdate(RefreshTokenSchema, { id: row.id, usedAt: null }, { usedAt: now });
+    if (claimed === 0) {
+      await this.revoke(session.id, 'refresh_token_reuse');
+      throw fail();
+    }
+    if (row.expiresAt.getTime() <= now.getTime()) throw fail();
+
+    const next = newRefreshToken();
+    await em.transactional(async (tx) => {
+      tx.create(RefreshTokenSchema, { sessionId: session.id, tokenHash: sha256Hex(next), createdAt: now, expiresAt: this.#refreshExpiry(), usedAt: null } as never);
+      await tx.nativeUpdate(AuthSessionSchema, { id: session.id }, { expiresAt: this.#refreshExpiry() });
+    });
+    const access = await this.#tokens.issue({ userId: session.userId, companyId: session.companyId, sessionId: session.id });
+    return { access_token: access.token, refresh_token: next, expires_at: access.expiresAt };
+  }
+
+  async revoke(sessionId: string, reason: string): Promise<void> {
+    const em = this.#orm.em.fork();
+    await em.nativeUpdate(AuthSessionSchema, { id: sessionId, revokedAt: null }, { revokedAt: new Date(this.#now()), revokedReason: reason });
+  }
+
+  /** True while the session behind an access token has not been revoked (logout, reuse). */
+  async isLive(sessionId: string): Promise<boolean> {
+    const em = this.#orm.em.fork();
+    const n = await em.count(AuthSessionSchema, { id: sessionId, revokedAt: null });
+    return n > 0;
+  }
+}

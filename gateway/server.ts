@@ -1,0 +1,42 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGatewayApp, type GatewayDeps } from './app.js';
+
+export interface RunningGateway {
+  server: Server;
+  port: number;
+  url: string;
+  close: () => Promise<void>;
+}
+
+/** Time allowed for in-flight requests when closing before connections are cut. */
+const DEFAULT_DRAIN_MS = 10_000;
+
+export async function startGateway(deps: GatewayDeps, listen: { port: number; host: string }): Promise<RunningGateway> {
+  const app = createGatewayApp(deps);
+  const server = createServer(app);
+  // Slow-loris guards: a client must send its headers and body in bounded time.
+  server.headersTimeout = 15_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port,
+    url: `http://${listen.host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), DEFAULT_DRAIN_MS);
+        force.unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * The one error catalog. Every failure the API returns is an AppError with a stable code;
+ * the HTTP layer turns it into `{"error":{"code","message"}}`.
+ */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export const ERRORS = {
+  VALIDATION_ERROR: { status: 400, message: 'The request is not valid.' },
+  not_supported: { status: 400, message: 'This integration has no apiUrl configured.' },
+  UNAUTHORIZED: { status: 401, message: 'A valid Bearer token is required.' },
+  INVALID_CREDENTIALS: { status: 401, message: 'Wrong email or password.' },
+  REFRESH_FAILED: { status: 401, message: 'The refresh token is invalid or expired.' },
+  INVALID_SIGNATURE: { status: 401, message: 'The webhook signature is missing or invalid.' },
+  FORBIDDEN: { status: 403, message: 'This credential may not do that.' },
+  INTEGRATION_INACTIVE: { status: 403, message: 'The integration is not active.' },
+  HTTPS_REQUIRED: { status: 403, message: 'Webhooks must be delivered over HTTPS.' },
+  NOT_FOUND: { status: 404, message: 'Not found.' },
+  CONFLICT: { status: 409, message: 'The resource is in a conflicting state.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests; retry later.' },
+  USER_CREATION_FAILED: { status: 500, message: 'The account could not be created (the email may already exist).' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal server error.' },
+  UPSTREAM_ERROR: { status: 502, message: 'The helpdesk refused the request or is unreachable.' },
+  QUEUE_UNAVAILABLE: { status: 503, message: 'The message queue is unavailable; retry later.' },
+  NOT_READY: { status: 503, message: 'A dependency is unavailable.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: FieldError[];
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    options: { details?: FieldError[]; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message ?? ERRORS[code].message, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+}
+
+export const notFound = (what = 'Resource'): AppError => new AppError('NOT_FOUND', `${what} not found.`);
+
+/** Raised at start when the environment is unusable; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,106 @@
+import pg from 'pg';
+import { loadConfig, type Config } from './config.js';
+import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableError, type Orm } from './db.js';
+import { ConfigError } from './errors.js';
+import { createLogger, type Logger } from './logger.js';
+import { connectNats, type NatsConnection } from './nats.js';
+
+/**
+ * What every entry point (all-in-one, gateway, worker) does before its role starts:
+ * configuration, logger, database (created and migrated), NATS; and an orderly stop on
+ * SIGTERM / SIGINT. Problems a newcomer can fix end the process with one line saying how.
+ */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  orm: Orm;
+  nc: NatsConnection;
+  /** Registers a step of the shutdown; steps run in reverse order of registration. */
+  onShutdown: (step: () => Promise<void> | void) => void;
+}
+
+const HOW_TO_START_POSTGRES = 'start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` or `docker compose up -d postgres`, or set DATABASE_URL';
+const HOW_TO_START_NATS = 'start it with `nats-server -js` (JetStream on) or `docker compose up -d nats`, or set NATS_URL';
+/** Any fixed number works; every process of this service migrates under the same one. */
+const MIGRATION_LOCK_ID = 7_364_210;
+
+function die(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+/** Migrations under a PostgreSQL advisory lock, so several processes starting together apply them once. */
+async function migrateExclusively(orm: Orm, url: string): Promise<string[]> {
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    return await migrate(orm);
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
+    await lock.end();
+  }
+}
+
+export async function startRuntime(role: string): Promise<Runtime> {
+  let config: Config;
+  const warnings: string[] = [];
+  try {
+    config = loadConfig(process.env, { warn: (w) => warnings.push(w) });
+  } catch (err) {
+    if (err instanceof ConfigError) die(`configuration error: ${err.message}`);
+    throw err;
+  }
+  const logger = createLogger(config.logLevel).child({ role });
+  for (const w of warnings) logger.warn(w);
+
+  let orm: Orm;
+  try {
+    if (await ensureDatabase(config.databaseUrl)) logger.info({ database: redactUrl(config.databaseUrl) }, 'created the database');
+    orm = await openDatabase({ url: config.databaseUrl });
+    const applied = await migrateExclusively(orm, config.databaseUrl);
+    if (applied.length) logger.info({ applied }, 'applied migrations');
+  } catch (err) {
+    if (err instanceof DatabaseUnavailableError) die(`${err.message}: ${HOW_TO_START_POSTGRES}`);
+    throw err;
+  }
+
+  let nc: NatsConnection;
+  try {
+    nc = await connectNats(config.natsUrl, `mas-${role}-${process.pid}`, logger);
+  } catch (err) {
+    await orm.close();
+    die(`NATS is not reachable at ${config.natsUrl} (${(err as Error).message}): ${HOW_TO_START_NATS}`);
+  }
+
+  const steps: (() => Promise<void> | void)[] = [
+    async () => {
+      await orm.close();
+    },
+    async () => {
+      await nc.drain().catch(() => nc.close());
+    },
+  ];
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    for (const step of [...steps].reverse()) {
+      try {
+        await step();
+      } catch (err) {
+        logger.error({ err }, 'shutdown step failed');
+      }
+    }
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  return { config, logger, orm, nc, onShutdown: (step) => steps.push(step) };
+}

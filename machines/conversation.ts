@@ -1,0 +1,455 @@
+// The conversation machine: one XState v5 machine per conversation session.
+// Pure: no I/O here. The host performs the named actions `agent_reply`,
+// `session_transfer_external` and `session_close` (via `machine.provide({ actions })`,
+// inspection, or the actions returned by the pure `transition()` API) and supplies the
+// real `agent` actor via `machine.provide({ actors: { agent } })`.
+import { assertEvent, assign, fromPromise, setup, type StateValue } from 'xstate';
+import type {
+  AgentInput,
+  AgentOutput,
+  AgentReplyParams,
+  ConversationContext,
+  ConversationEvent,
+  ConversationStatus,
+  HandoffReason,
+  SessionCloseParams,
+  SessionTransferExternalParams,
+} from '../schema/conversation.js';
+
+/** How many request / dialog ids a session remembers (each). */
+export const MAX_REMEMBERED_IDS = 50;
+
+function rememberId(list: readonly number[], id: unknown): number[] {
+  if (typeof id !== 'number' || !Number.isFinite(id)) return [...list];
+  // Move to the end when already present, so the most recently seen ids survive the cap.
+  return [...list.filter((x) => x !== id), id].slice(-MAX_REMEMBERED_IDS);
+}
+
+function hasRequestId(event: ConversationEvent): boolean {
+  return 'requestId' in event && typeof event.requestId === 'number' && Number.isFinite(event.requestId);
+}
+
+const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'model_failed'];
+
+function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
+  if (output && output.kind === 'handoff' && HANDOFF_REASONS.includes(output.reason)) return output.reason;
+  return 'model_failed';
+}
+
+function initialContext(): ConversationContext {
+  return {
+    requestIds: [],
+    dialogIds: [],
+    transfers: [],
+    lastCustomerMessageId: null,
+    handoffReason: null,
+    closedAt: null,
+  };
+}
+
+export const conversationMachine = setup({
+  types: {} as {
+    context: ConversationContext;
+    events: ConversationEvent;
+  },
+  actors: {
+    // Placeholder: the host supplies the real agent with `machine.provide({ actors: { agent } })`.
+    agent: fromPromise<AgentOutput, AgentInput>(async () => {
+      throw new Error('conversation machine: the "agent" actor must be provided via machine.provide({ actors: { agent } })');
+    }),
+  },
+  guards: {
+    hasRequestId: ({ event }) => hasRequestId(event),
+    outputIsReply: ({ event }) => {
+      const output = (event as { output?: AgentOutput }).output;
+      return output?.kind === 'reply' && typeof output.text === 'string';
+    },
+  },
+  actions: {
+    // ---- named actions performed by the host (no-ops here) ----
+    agent_reply: (_args, _params: AgentReplyParams) => {},
+    session_transfer_external: (_args, _params: SessionTransferExternalParams) => {},
+    session_close: (_args, _params: SessionCloseParams) => {},
+
+    // ---- context updates ----
+    rememberHelpdeskIds: assign(({ context, event }) => ({
+      requestIds: rememberId(context.requestIds, 'requestId' in event ? event.requestId : undefined),
+      dialogIds: rememberId(context.dialogIds, 'dialogId' in event ? event.dialogId : undefined),
+    })),
+    recordCustomerMessage: assign(({ context, event }) => {
+      assertEvent(event, 'customer.message');
+      return {
+        lastCustomerMessageId: event.messageId,
+        requestIds: rememberId(context.requestIds, event.requestId),
+        dialogIds: rememberId(context.dialogIds, event.dialogId),
+      };
+    }),
+    recordTransfer: assign(({ context, event }) => {
+      assertEvent(event, 'helpdesk.dialog_transferred');
+      return {
+        transfers: [
+          ...context.transfers,
+          { requestId: event.requestId, dialogId: event.dialogId ?? null, at: event.at },
+        ],
+        handoffReason: 'dialog_transferred',
+      };
+    }),
+    recordClosed: assign(({ event }) => ({ closedAt: 'at' in event ? event.at : new Date().toISOString() })),
+    recordOperatorPause: assign({ handoffReason: 'operator_pause' }),
+    clearHandoffReason: assign({ handoffReason: null }),
+    recordAgentHandoff: assign(({ event }) => ({
+      handoffReason: handoffReasonOf((event as { output?: AgentOutput }).output),
+    })),
+    recordAgentFailure: assign({ handoffReason: 'model_failed' }),
+  },
+}).createMachine({
+  id: 'conversation',
+  context: initialContext,
+  initial: 'active',
+  states: {
+    active: {
+      initial: 'idle',
+      on: {
+        'helpdesk.close_dialog': [
+          {
+            guard: 'hasRequestId',
+            target: '#conversation.closed',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordClosed',
+              {
+                type: 'session_close',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  event: event.type,
+                  at: event.at,
+                  requestId: event.requestId,
+                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        'helpdesk.close_request': [
+          {
+            guard: 'hasRequestId',
+            target: '#conversation.closed',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordClosed',
+              {
+                type: 'session_close',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  event: event.type,
+                  at: event.at,
+                  requestId: event.requestId,
+                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        // A human now has it; leaving `answering` stops the invoked agent.
+        'helpdesk.dialog_transferred': [
+          {
+            guard: 'hasRequestId',
+            target: '#conversation.paused.transferred',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordTransfer',
+              {
+                type: 'session_transfer_external',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  requestId: event.requestId,
+                  dialogId: event.dialogId ?? null,
+                  at: event.at,
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        'operator.pause': {
+          target: '#conversation.paused.operator',
+          actions: 'recordOperatorPause',
+        },
+        'operator.close': {
+          target: '#conversation.closed',
+          actions: [
+            'recordClosed',
+            {
+              type: 'session_close',
+              params: ({ event }) => ({
+                origin: 'operator',
+                event: event.type,
+                at: event.at,
+                ...(event.by !== undefined ? { by: event.by } : {}),
+              }),
+            },
+          ],
+        },
+      },
+      states: {
+        idle: {
+          on: {
+            'customer.message': {
+              target: 'answering',
+              actions: 'recordCustomerMessage',
+            },
+          },
+        },
+        answering: {
+          // No `customer.message` handler here (nor on `active`): the host serialises
+          // events per conversation, so one arriving mid-answer is ignored, not queued.
+          invoke: {
+            id: 'agent',
+            src: 'agent',
+            input: ({ event }) => {
+              assertEvent(event, 'customer.message');
+              return { messageId: event.messageId, text: event.text };
+            },
+            onDone: [
+              {
+                guard: 'outputIsReply',
+                target: 'idle',
+                actions: {
+                  type: 'agent_reply',
+                  params: ({ context, event }) => ({
+                    messageId: context.lastCustomerMessageId,
+                    text: event.output.kind === 'reply' ? event.output.text : '',
+                  }),
+                },
+              },
+              {
+                target: '#conversation.paused.operator',
+                actions: [
+                  'recordAgentHandoff',
+                  {
+                    type: 'session_transfer_external',
+                    params: ({ context, event }) => ({
+                      origin: 'agent',
+                      reason: handoffReasonOf(event.output),
+                      messageId: context.lastCustomerMessageId,
+                      ...(event.output?.kind === 'handoff' && typeof event.output.text === 'string'
+                        ? { text: event.output.text }
+                        : {}),
+                    }),
+                  },
+                ],
+              },
+            ],
+            onError: {
+              target: '#conversation.paused.operator',
+              actions: [
+                'recordAgentFailure',
+                {
+                  type: 'session_transfer_external',
+                  params: ({ context }) => ({
+                    origin: 'agent',
+                    reason: 'model_failed',
+                    messageId: context.lastCustomerMessageId,
+                  }),
+                },
+              ],
+            },
+          },
+        },
+      },
+    },
+    paused: {
+      initial: 'operator',
+      on: {
+        'helpdesk.close_dialog': [
+          {
+            guard: 'hasRequestId',
+            target: '#conversation.closed',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordClosed',
+              {
+                type: 'session_close',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  event: event.type,
+                  at: event.at,
+                  requestId: event.requestId,
+                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        'helpdesk.close_request': [
+          {
+            guard: 'hasRequestId',
+            target: '#conversation.closed',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordClosed',
+              {
+                type: 'session_close',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  event: event.type,
+                  at: event.at,
+                  requestId: event.requestId,
+                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        'helpdesk.dialog_transferred': [
+          {
+            guard: 'hasRequestId',
+            target: '.transferred',
+            actions: [
+              'rememberHelpdeskIds',
+              'recordTransfer',
+              {
+                type: 'session_transfer_external',
+                params: ({ event }) => ({
+                  origin: 'helpdesk',
+                  requestId: event.requestId,
+                  dialogId: event.dialogId ?? null,
+                  at: event.at,
+                }),
+              },
+            ],
+          },
+          { actions: 'rememberHelpdeskIds' },
+        ],
+        // Stored by the host; no bot reply and the child state is unchanged.
+        'customer.message': { actions: 'recordCustomerMessage' },
+        'operator.resume': {
+          target: '#conversation.active.idle',
+          actions: 'clearHandoffReason',
+        },
+        'operator.close': {
+          target: '#conversation.closed',
+          actions: [
+            'recordClosed',
+            {
+              type: 'session_close',
+              params: ({ event }) => ({
+                origin: 'operator',
+                event: event.type,
+                at: event.at,
+                ...(event.by !== undefined ? { by: event.by } : {}),
+              }),
+            },
+          ],
+        },
+      },
+      states: {
+        operator: {},
+        transferred: {},
+      },
+    },
+    // Final for this session: the host opens a new session for the next message.
+    closed: {
+      type: 'final',
+    },
+  },
+});
+
+export type ConversationMachine = typeof conversationMachine;
+
+/** Top-level status of a (persisted) snapshot value. */
+export function statusOf(snapshotValue: StateValue): ConversationStatus {
+  const top = typeof snapshotValue === 'string' ? snapshotValue : Object.keys(snapshotValue ?? {})[0];
+  if (top === 'active' || top === 'paused' || top === 'closed') return top;
+  throw new Error(`conversation machine: unknown state value ${JSON.stringify(snapshotValue)}`);
+}
+
+/**
+ * JSON-safe copy, following JSON.stringify's rules (toJSON honoured, functions dropped)
+ * except that functions carrying a string `type` (e.g. inline xstate actions) become
+ * `{ type }` and cycles become "<cycle>" instead of throwing.
+ */
+function toJsonSafe(value: unknown, seen: WeakSet<object>, key = ''): unknown {
+  // Honour toJSON like JSON.stringify does (xstate's state nodes, transitions and
+  // invoke definitions use it to replace state-node references by '#id' strings).
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    if (seen.has(value)) return '<cycle>';
+    seen.add(value);
+    const replaced = (value as { toJSON: (key: string) => unknown }).toJSON(key);
+    // Like JSON.stringify: the replacement's own toJSON is not called again.
+    const out = toJsonSafePlain(replaced, seen);
+    seen.delete(value);
+    return out;
+  }
+  return toJsonSafePlain(value, seen);
+}
+
+function toJsonSafePlain(value: unknown, seen: WeakSet<object>): unknown {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'function') {
+    const type = (value as { type?: unknown }).type;
+    return typeof type === 'string' ? { type } : undefined;
+  }
+  if (typeof value !== 'object') return undefined; // undefined, symbol, bigint
+  if (seen.has(value)) return '<cycle>';
+  seen.add(value);
+  let out: unknown;
+  if (Array.isArray(value)) {
+    out = value.map((v, i) => {
+      const safe = toJsonSafe(v, seen, String(i));
+      return safe === undefined ? null : safe;
+    });
+  } else {
+    const obj: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const safe = toJsonSafe(v, seen, k);
+      if (safe !== undefined) obj[k] = safe;
+    }
+    out = obj;
+  }
+  seen.delete(value); // shared (non-cyclic) references are copied, only true cycles are cut
+  return out;
+}
+
+export interface ConversationMachineDefinition {
+  id: string;
+  /** Every state path, dot-separated (`active`, `active.idle`, ...). */
+  states: string[];
+  /** Every event type with a transition somewhere in the machine, sorted. */
+  events: string[];
+  /** Names of the actions the host performs. */
+  hostActions: string[];
+  /** `conversationMachine.toJSON()` made safe for `JSON.stringify`. */
+  definition: unknown;
+}
+
+/** JSON-serialisable machine definition for `GET /api/machines/conversation`. */
+export function conversationMachineDefinition(): ConversationMachineDefinition {
+  const definition = toJsonSafe(conversationMachine.toJSON(), new WeakSet()) as Record<string, unknown>;
+  const states: string[] = [];
+  const events = new Set<string>();
+  const walk = (node: Record<string, unknown>, path: string[]): void => {
+    if (path.length > 0) states.push(path.join('.'));
+    const on = node.on;
+    if (on && typeof on === 'object') for (const e of Object.keys(on)) events.add(e);
+    const children = node.states;
+    if (children && typeof children === 'object') {
+      for (const [key, child] of Object.entries(children as Record<string, unknown>)) {
+        if (child && typeof child === 'object') walk(child as Record<string, unknown>, [...path, key]);
+      }
+    }
+  };
+  walk(definition, []);
+  return {
+    id: conversationMachine.id,
+    states,
+    events: [...events].sort(),
+    hostActions: ['agent_reply', 'session_transfer_external', 'session_close'],
+    definition,
+  };
+}

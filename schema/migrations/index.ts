@@ -1,0 +1,4 @@
+import { Migration0001Foundation } from './0001-foundation.js';
+
+/** Applied in order at start; never edit a migration that has shipped, add a new one. */
+export const migrations = [{ name: '0001-foundation', class: Migration0001Foundation }];
