@@ -270,6 +270,60 @@ export const AgentSchema = new EntitySchema<Agent>({
   },
 });
 
+export type IntegrationType = 'helpdesk' | 'webchat';
+
+export interface Integration {
+  id: number;
+  companyId: number;
+  type: IntegrationType;
+  name: string;
+  agentId: number | null;
+  active: boolean;
+  /** Helpdesk instance base URL (Chat2Desk global or Europe). */
+  apiUrl: string | null;
+  region: 'global' | 'europe' | null;
+  /** Helpdesk API token, sealed (lib/secrets.ts). */
+  apiTokenSealed: string | null;
+  webhookSecretSealed: string;
+  /** The secret before the last rotation; verifies until previousSecretExpiresAt. */
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: Date | null;
+  webhookStatus: 'pending' | 'ok';
+  webhookRegisteredAt: Date | null;
+  /** The helpdesk's id of our webhook registration. */
+  webhookRemoteId: string | null;
+  /** Webchat: Origins allowed to open the socket; empty = any. */
+  allowedOrigins: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const IntegrationSchema = new EntitySchema<Integration>({
+  name: 'Integration',
+  tableName: 'integrations',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    type: { type: 'text' },
+    name: { type: 'text' },
+    agentId: { type: 'integer', nullable: true },
+    active: { type: 'boolean', default: true },
+    apiUrl: { type: 'text', nullable: true },
+    region: { type: 'text', nullable: true },
+    apiTokenSealed: { type: 'text', nullable: true, lazy: true },
+    webhookSecretSealed: { type: 'text', lazy: true },
+    previousSecretSealed: { type: 'text', nullable: true, lazy: true },
+    previousSecretExpiresAt: { type: 'datetime', nullable: true },
+    webhookStatus: { type: 'text', default: 'pending' },
+    webhookRegisteredAt: { type: 'datetime', nullable: true },
+    webhookRemoteId: { type: 'text', nullable: true },
+    allowedOrigins: { type: 'json', default: '[]' },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
 export const entities = [
   CompanySchema,
   UserSchema,
@@ -281,4 +335,5 @@ export const entities = [
   PipelineStageSchema,
   KnowledgeBaseSchema,
   AgentSchema,
+  IntegrationSchema,
 ];

@@ -1,4 +1,8 @@
 import { Migration0001Foundation } from './0001-foundation.js';
+import { Migration0002Integrations } from './0002-integrations.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
-export const migrations = [{ name: '0001-foundation', class: Migration0001Foundation }];
+export const migrations = [
+  { name: '0001-foundation', class: Migration0001Foundation },
+  { name: '0002-integrations', class: Migration0002Integrations },
+];
