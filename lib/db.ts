@@ -62,7 +62,7 @@ export async function openDatabase({ url, poolMax = 10 }: OpenDatabaseOptions): 
       clientUrl: url,
       entities,
       extensions: [Migrator],
-      migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false },
+      migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
       discovery: { warnWhenNoEntities: false },
       pool: { min: 0, max: poolMax },
       allowGlobalContext: false,

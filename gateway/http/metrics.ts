@@ -1,6 +1,17 @@
 import type { RequestHandler } from 'express';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/**
+ * The path with its ids folded to `:id`, never the raw path (ids would explode the label
+ * set); 404s share one label. Express's own req.route is no help here: the mount path is
+ * gone by the time the response finishes.
+ */
+function routeLabel(req: Parameters<RequestHandler>[0], status: number): string {
+  if (status === 404) return 'unmatched';
+  const path = req.originalUrl.split('?')[0]!;
+  return path.replace(/\/(\d+|[0-9a-f]{8}-[0-9a-f-]{27})(?=\/|$)/gi, '/:id');
+}
+
 /** One registry per process; the HTTP layer records every request's duration by route and status. */
 export function createMetrics(): { registry: Registry; observe: RequestHandler } {
   const registry = new Registry();
@@ -15,8 +26,7 @@ export function createMetrics(): { registry: Registry; observe: RequestHandler }
   const observe: RequestHandler = (req, res, next) => {
     const start = process.hrtime.bigint();
     res.once('finish', () => {
-      // The route pattern, never the raw path: ids would explode the label set.
-      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      const route = routeLabel(req, res.statusCode);
       duration.observe({ method: req.method, route, status: String(res.statusCode) }, Number(process.hrtime.bigint() - start) / 1e9);
     });
     next();
