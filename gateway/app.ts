@@ -15,7 +15,12 @@ import { agentRoutes } from './routes/agents.js';
 import { apiTokenRoutes } from './routes/api-tokens.js';
 import { authRoutes } from './routes/auth.js';
 import { billingRoutes } from './routes/billing.js';
+import { conversationRoutes } from './routes/conversations.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
+import { integrationRoutes } from './routes/integrations.js';
+import { webhookIngress } from './webhook/ingress.js';
+import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
 
 export interface GatewayDeps {
   config: Config;
@@ -28,6 +33,14 @@ export interface GatewayDeps {
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
 const JSON_BODY_LIMIT = '1mb';
+
+/** What an app holds beyond its routes (subscriptions), released by closeGatewayApp. */
+const appClosers = new WeakMap<Express, (() => void | Promise<void>)[]>();
+
+export async function closeGatewayApp(app: Express): Promise<void> {
+  for (const close of appClosers.get(app) ?? []) await close();
+  appClosers.delete(app);
+}
 
 export function createGatewayApp(deps: GatewayDeps): Express {
   const { config, orm, logger } = deps;
@@ -50,12 +63,23 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   app.use(helmet({ contentSecurityPolicy: false }));
   app.use(healthRoutes({ orm, nc: deps.nc, registry: metrics.registry }));
 
+  // Before any body parser: webhooks hash their raw bytes as they arrive.
+  const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now });
+  appClosers.set(app, [webhooks.close]);
+  app.use('/api/webhook', webhooks.router);
+
+  app.use('/api/knowledge-bases', knowledgeBodyParser); // documents up to ~1 MB need a little more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }));
   app.use('/api/api-tokens', apiTokenRoutes(auth));
   app.use('/api/agents', agentRoutes(auth, secrets));
+  app.use('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, now }));
+  app.use('/api/knowledge-bases', knowledgeRoutes(auth));
   app.use('/api', billingRoutes(auth));
+  app.use('/api', conversationRoutes({ auth, config, nc: deps.nc, logger }));
 
+  // The dashboard: exactly GET / and /app/<version>/… (after every API route, shadowing none).
+  app.use(dashboardRoutes());
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   return app;

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createGatewayApp, type GatewayDeps } from './app.js';
+import { streamNames, ensureStreams } from '../lib/streams.js';
+import { closeGatewayApp, createGatewayApp, type GatewayDeps } from './app.js';
 
 export interface RunningGateway {
   server: Server;
@@ -13,6 +14,8 @@ export interface RunningGateway {
 const DEFAULT_DRAIN_MS = 10_000;
 
 export async function startGateway(deps: GatewayDeps, listen: { port: number; host: string }): Promise<RunningGateway> {
+  // Webhooks publish to the inbound stream: it must exist before the first one is accepted.
+  await ensureStreams(deps.nc, streamNames(deps.config.natsPrefix));
   const app = createGatewayApp(deps);
   const server = createServer(app);
   // Slow-loris guards: a client must send its headers and body in bounded time.
@@ -34,7 +37,7 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
         force.unref();
         server.close(() => {
           clearTimeout(force);
-          resolve();
+          void closeGatewayApp(app).finally(resolve);
         });
         server.closeIdleConnections();
       }),

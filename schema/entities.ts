@@ -1,4 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
+import { conversationEntities } from './conversation-entities.js';
 
 /**
  * Entities of the data layer (MikroORM EntitySchema, no decorators). Every company-owned
@@ -229,6 +230,33 @@ export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
   },
 });
 
+export interface KnowledgeDocument {
+  id: number;
+  companyId: number;
+  knowledgeBaseId: number;
+  title: string;
+  content: string;
+  createdAt: Date;
+}
+
+/**
+ * The table also has a generated `search_vector` (tsvector) column, deliberately not mapped:
+ * PostgreSQL computes it, and lib/knowledge.ts queries it with raw SQL.
+ */
+export const KnowledgeDocumentSchema = new EntitySchema<KnowledgeDocument>({
+  name: 'KnowledgeDocument',
+  tableName: 'knowledge_documents',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    knowledgeBaseId: { type: 'integer' },
+    title: { type: 'text' },
+    content: { type: 'text' },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
 export interface ModelPricing {
   inputUsdPerMTok: string;
   outputUsdPerMTok: string;
@@ -334,6 +362,8 @@ export const entities = [
   PipelineSchema,
   PipelineStageSchema,
   KnowledgeBaseSchema,
+  KnowledgeDocumentSchema,
   AgentSchema,
   IntegrationSchema,
+  ...conversationEntities,
 ];

@@ -1,0 +1,257 @@
+import type { Orm } from '../../lib/db.js';
+import { bestKnowledgeMatch } from '../../lib/knowledge.js';
+import { tenantScope } from '../../lib/tenancy.js';
+import type { AgentOutput } from '../../schema/conversation.js';
+import { AgentSchema } from '../../schema/entities.js';
+import type { AgentRunner } from './types.js';
+
+/**
+ * The `builtin` agent provider: answers from the agent's knowledge base with PostgreSQL
+ * full-text search, no model call, no network, no cost. It hands the conversation to a human
+ * when the customer asks for one, or when the knowledge base has nothing on the question.
+ *
+ * Hot path: one query per answer (lib/knowledge.ts bestKnowledgeMatch); the agent's
+ * knowledge base id comes from a small cache with a short TTL, so an edit of the agent
+ * (another knowledge base) takes effect within `cacheTtlMs`.
+ */
+
+export const DEFAULT_ANSWER_LENGTH = 600;
+/** In a long paragraph, sentences after the best one are added until the answer is this long. */
+const CONTEXT_LENGTH = 200;
+
+// ---- asking for a human -------------------------------------------------------------------
+
+/** Unicode-aware word boundaries (JS `\b` only knows ASCII). */
+const B = '(?<![\\p{L}\\p{N}])';
+const E = '(?![\\p{L}\\p{N}])';
+const phrase = (body: string) => new RegExp(`${B}(?:${body})${E}`, 'iu');
+
+/**
+ * Phrases that ask for a person. Matched on a normalised message (lowercase, `ё` → `е`,
+ * punctuation removed, one space between words). Each entry is guarded against the common false positive it would
+ * otherwise have ("tour operators", "мобильный оператор", "на 10 человек").
+ */
+const HUMAN_REQUEST_PATTERNS: readonly RegExp[] = [
+  // English
+  phrase('humans?(?! (?:resources|rights|error))'),
+  phrase('(?<!tour )operators?'),
+  phrase('real (?:person|people|human|agent)|live (?:agent|person|operator|support|chat)'),
+  phrase('agent please|please (?:an? )?agent|representative'),
+  phrase('(?:talk|speak|chat) (?:to|with) (?:an? |some )?(?:someone|somebody|person|agent|manager|staff|support)'),
+  phrase('connect me (?:to|with) (?:an? )?(?:person|agent|someone|somebody|manager)'),
+  // Russian (and Ukrainian)
+  phrase('(?<!(?:мобильн|сотов)\\p{L}* )оператор\\p{L}*(?! связи)'),
+  phrase('жив\\p{L}* (?:человек|собеседник|менеджер|сотрудник|специалист|людин)\\p{L}*'),
+  phrase('(?:позов|позв|соедин|переключ|свяж|дай|нужен|нужна|нужно|хочу)\\p{L}* (?:(?!на )\\p{L}+ ){0,2}(?:с |со )?(?:человек|менеджер|специалист|сотрудник|консультант)\\p{L}*'),
+  phrase('(?:поговорить|общаться|связаться|пообщаться) (?:с|со) (?:\\p{L}+ )?(?:человеком|менеджером|специалистом|сотрудником|консультантом)'),
+  phrase('з людиною|жива людина'),
+  // Spanish / Portuguese, German, French
+  phrase('humano|persona real|pessoa real|atendente|hablar con (?:alguien|una persona|un agente)'),
+  phrase('mitarbeiter(?:in)?|echte[nrm]? (?:person|mensch)|mit einem menschen'),
+  phrase('humain|vraie personne|conseill(?:er|ère)|parler à quelqu.un'),
+];
+
+/** A message that is just "человек!" / "человека" asks for a person; inside a sentence the word usually counts people. */
+const BARE_PERSON = /^(?:человек|человека|людина)$/u;
+
+function normaliseMessage(text: string): string {
+  return text.normalize('NFKC').toLowerCase().replace(/ё/g, 'е').replace(/\s+/g, ' ').trim();
+}
+
+/** Does the customer ask to talk to a human? */
+export function wantsHuman(text: string): boolean {
+  const t = normaliseMessage(text).replace(/[^\p{L}\p{N}'’]+/gu, ' ').trim();
+  if (!t) return false;
+  return BARE_PERSON.test(t) || HUMAN_REQUEST_PATTERNS.some((re) => re.test(t));
+}
+
+// ---- composing the answer -----------------------------------------------------------------
+
+const STOP_WORDS = new Set(
+  (
+    'a an and are am any about at be been can could do does did for from have has had hello hi how i if in is it its me my ' +
+    'of on or our please should tell that the there this to us was we what when where which who why will with would you your ' +
+    'а в во вы вас ваш ваша ваше ваши где да для до есть же за и или как какая какие какой когда ли мне можно мы на не ' +
+    'но о об от по подскажите пожалуйста привет с скажите со так то у что это я'
+  ).split(' '),
+);
+
+const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
+
+function words(text: string): string[] {
+  return normaliseMessage(text).match(WORD) ?? [];
+}
+
+/** The question's meaningful words: lowercase, deduplicated, stop words removed. */
+export function questionTerms(question: string): string[] {
+  return [...new Set(words(question).filter((w) => !STOP_WORDS.has(w)))];
+}
+
+/**
+ * Two word forms of one word, without a stemmer: "hour" ~ "hours", "opening" ~ "open",
+ * "delivery" ~ "deliveries", "работы" ~ "работаем". Short words must be a prefix of the other.
+ */
+export function sameWord(a: string, b: string): boolean {
+  if (a === b) return true;
+  const m = Math.min(a.length, b.length);
+  let p = 0;
+  while (p < m && a[p] === b[p]) p++;
+  if (m < 4) return p === m && Math.max(a.length, b.length) - m <= 2;
+  if (m === 4) return p === 4;
+  return p >= Math.min(5, m - 1);
+}
+
+interface Unit {
+  text: string;
+  /** Separator before this unit within its paragraph: a space (same line) or a line break. */
+  sep: ' ' | '\n';
+  hits: Set<string>;
+}
+
+interface Paragraph {
+  units: Unit[];
+  text: string;
+  hits: Set<string>;
+}
+
+function paragraphsOf(content: string, terms: string[]): Paragraph[] {
+  const out: Paragraph[] = [];
+  for (const block of content.replace(/\r\n?/g, '\n').split(/\n[ \t]*\n/)) {
+    const lines = block
+      .split('\n')
+      .map((l) => l.replace(/^#{1,6}\s+/, '').replace(/[\s\u00a0]+/g, ' ').trim())
+      .filter(Boolean);
+    if (!lines.length) continue;
+    const units: Unit[] = [];
+    lines.forEach((line, i) => {
+      line.split(/(?<=[.!?…])\s+(?=\S)/u).forEach((sentence, j) => {
+        const ws = words(sentence);
+        const hits = new Set(terms.filter((t) => ws.some((w) => sameWord(t, w))));
+        units.push({ text: sentence, sep: i > 0 && j === 0 ? '\n' : ' ', hits });
+      });
+    });
+    const hits = new Set(units.flatMap((u) => [...u.hits]));
+    out.push({ units, text: lines.join('\n'), hits });
+  }
+  return out;
+}
+
+const joinUnits = (units: Unit[]) => units.map((u, i) => (i === 0 ? u.text : u.sep + u.text)).join('');
+
+/** Cuts at a word boundary and marks the cut. */
+export function truncate(text: string, maxLength: number): string {
+  if (text.length <= maxLength) return text;
+  const cut = text.slice(0, Math.max(1, maxLength - 1));
+  const space = cut.search(/\s\S*$/);
+  return `${(space > maxLength * 0.6 ? cut.slice(0, space) : cut).replace(/[\s,;:–-]+$/, '')}…`;
+}
+
+/** A short line without a sentence end, or ending in ":" — a heading whose answer follows. */
+const looksLikeHeading = (p: Paragraph) => p.text.length <= 80 && !/[.!?…]$/.test(p.text);
+
+/**
+ * The reply to `question` from `doc`: the paragraph that contains most of the question's
+ * words, with the matching paragraphs right after it (or, when that paragraph is long, its
+ * best sentence with a little context),
+ * at most `maxLength` characters. When no paragraph contains any of them (the document
+ * matched on its title), the beginning of the document. null for an empty document.
+ * Pure: no database, no clock.
+ */
+export function composeAnswer(question: string, doc: { title: string; content: string }, maxLength = DEFAULT_ANSWER_LENGTH): string | null {
+  const terms = questionTerms(question);
+  const paragraphs = paragraphsOf(doc.content, terms);
+  if (!paragraphs.length) return null;
+
+  let best = 0;
+  paragraphs.forEach((p, i) => {
+    if (p.hits.size > paragraphs[best]!.hits.size) best = i;
+  });
+  const chosen = paragraphs[best]!;
+
+  if (chosen.text.length <= maxLength) {
+    // A heading ("## Opening hours") carries no answer: take what follows it too. Following
+    // paragraphs that match as well continue the answer ("... Mon–Fri." / "Closed on Sunday.").
+    let text = chosen.text;
+    for (let i = best; i + 1 < paragraphs.length; i++) {
+      const heading = looksLikeHeading(paragraphs[i]!);
+      if (!heading && paragraphs[i + 1]!.hits.size === 0) break;
+      const next = `${text}\n\n${paragraphs[i + 1]!.text}`;
+      if (next.length > maxLength) {
+        if (i === best && heading) text = truncate(next, maxLength);
+        break;
+      }
+      text = next;
+    }
+    return text;
+  }
+
+  // A long paragraph: its best sentence; the sentences after it while they match too or the
+  // passage is still short (they usually continue the answer); matching sentences before it.
+  const units = chosen.units;
+  let at = 0;
+  units.forEach((u, i) => {
+    if (u.hits.size > units[at]!.hits.size) at = i;
+  });
+  let from = at;
+  let to = at;
+  const length = (a: number, b: number) => joinUnits(units.slice(a, b + 1)).length;
+  const context = Math.min(CONTEXT_LENGTH, maxLength);
+  while (to + 1 < units.length && length(from, to + 1) <= maxLength && (units[to + 1]!.hits.size > 0 || length(from, to) < context)) to++;
+  while (from > 0 && length(from - 1, to) <= maxLength && units[from - 1]!.hits.size > 0) from--;
+  return truncate(joinUnits(units.slice(from, to + 1)), maxLength);
+}
+
+// ---- the runner ---------------------------------------------------------------------------
+
+export interface BuiltinAgentOptions {
+  /** How long an agent's knowledge base id is reused (default 5 s). */
+  cacheTtlMs?: number;
+  /** Entries kept at most (default 10 000); the oldest go first. */
+  cacheMaxEntries?: number;
+  /** Answer length in characters (default 600). */
+  maxAnswerLength?: number;
+  now?: () => number;
+}
+
+export function createBuiltinAgent(orm: Orm, options: BuiltinAgentOptions = {}): AgentRunner {
+  const ttl = options.cacheTtlMs ?? 5_000;
+  const maxEntries = options.cacheMaxEntries ?? 10_000;
+  const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, { knowledgeBaseId: number | null; expires: number }>();
+  const loading = new Map<string, Promise<number | null>>();
+  // Only used for raw queries (its identity map stays empty), so one fork serves every answer.
+  const searchEm = orm.em.fork();
+
+  async function knowledgeBaseOf(companyId: number, agentId: number): Promise<number | null> {
+    const key = `${companyId}:${agentId}`;
+    const hit = cache.get(key);
+    if (hit && hit.expires > now()) return hit.knowledgeBaseId;
+    let pending = loading.get(key);
+    if (!pending) {
+      pending = (async () => {
+        const { em } = tenantScope(orm, companyId);
+        const agent = await em.findOne(AgentSchema, { id: agentId }, { fields: ['knowledgeBaseId'] });
+        const knowledgeBaseId = agent?.knowledgeBaseId ?? null;
+        cache.delete(key);
+        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+        cache.set(key, { knowledgeBaseId, expires: now() + ttl });
+        return knowledgeBaseId;
+      })().finally(() => loading.delete(key));
+      loading.set(key, pending);
+    }
+    return pending;
+  }
+
+  return {
+    async answer(input): Promise<AgentOutput> {
+      if (wantsHuman(input.text)) return { kind: 'handoff', reason: 'asked_for_human' };
+      if (input.agentId === null) return { kind: 'handoff', reason: 'no_answer' };
+      const knowledgeBaseId = await knowledgeBaseOf(input.companyId, input.agentId);
+      if (knowledgeBaseId === null) return { kind: 'handoff', reason: 'no_answer' };
+      const match = await bestKnowledgeMatch(searchEm, { companyId: input.companyId, knowledgeBaseId, query: input.text });
+      const text = match && composeAnswer(input.text, match, maxLength);
+      return text ? { kind: 'reply', text } : { kind: 'handoff', reason: 'no_answer' };
+    },
+  };
+}

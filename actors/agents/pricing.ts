@@ -1,0 +1,59 @@
+import type { ModelPricing } from '../../schema/entities.js';
+
+/**
+ * USD per million tokens for models we know. A model that is not listed (a self-hosted
+ * Ollama / vLLM / llama.cpp model, say) costs nothing unless the agent sets
+ * `model.pricing`, which always wins.
+ */
+export const DEFAULT_MODEL_PRICING: Readonly<Record<string, ModelPricing>> = Object.freeze({
+  'gpt-4o': { inputUsdPerMTok: '2.50', outputUsdPerMTok: '10.00' },
+  'gpt-4o-mini': { inputUsdPerMTok: '0.15', outputUsdPerMTok: '0.60' },
+  'gpt-4.1': { inputUsdPerMTok: '2.00', outputUsdPerMTok: '8.00' },
+  'gpt-4.1-mini': { inputUsdPerMTok: '0.40', outputUsdPerMTok: '1.60' },
+  'gpt-4.1-nano': { inputUsdPerMTok: '0.10', outputUsdPerMTok: '0.40' },
+  'gpt-5': { inputUsdPerMTok: '1.25', outputUsdPerMTok: '10.00' },
+  'gpt-5-mini': { inputUsdPerMTok: '0.25', outputUsdPerMTok: '2.00' },
+  'gpt-5-nano': { inputUsdPerMTok: '0.05', outputUsdPerMTok: '0.40' },
+});
+
+export const FREE: ModelPricing = Object.freeze({ inputUsdPerMTok: '0', outputUsdPerMTok: '0' });
+
+export function pricingFor(model: string, override: ModelPricing | null | undefined): ModelPricing {
+  return override ?? DEFAULT_MODEL_PRICING[model] ?? FREE;
+}
+
+/** Fixed-point scale for prices: 9 decimals, the most the agent schema accepts. */
+const PRICE_SCALE = 9;
+/** The ledger keeps 6 decimals (numeric(18,6)). */
+const LEDGER_SCALE = 6;
+
+function toScaled(decimal: string, scale: number): bigint {
+  const m = /^(\d+)(?:\.(\d+))?$/.exec(decimal.trim());
+  if (!m) throw new Error(`not a non-negative decimal: ${decimal}`);
+  const frac = (m[2] ?? '').padEnd(scale, '0');
+  if (frac.length > scale) throw new Error(`more than ${scale} decimals: ${decimal}`);
+  return BigInt(m[1]!) * 10n ** BigInt(scale) + BigInt(frac || '0');
+}
+
+function fromScaled(value: bigint, scale: number): string {
+  const negative = value < 0n;
+  const abs = negative ? -value : value;
+  const s = abs.toString().padStart(scale + 1, '0');
+  return `${negative ? '-' : ''}${s.slice(0, -scale)}.${s.slice(-scale)}`;
+}
+
+/**
+ * The exact cost of one call, in USD with 6 decimals, rounded half up to the micro-dollar:
+ * (inputTokens × input price + outputTokens × output price) / 1,000,000. No floating point.
+ */
+export function costUsd(inputTokens: number, outputTokens: number, pricing: ModelPricing): string {
+  if (!Number.isSafeInteger(inputTokens) || !Number.isSafeInteger(outputTokens) || inputTokens < 0 || outputTokens < 0) {
+    throw new Error('token counts must be non-negative integers');
+  }
+  const total =
+    BigInt(inputTokens) * toScaled(pricing.inputUsdPerMTok, PRICE_SCALE) + BigInt(outputTokens) * toScaled(pricing.outputUsdPerMTok, PRICE_SCALE);
+  // total is USD × 10^9 × 10^6 (per-million); bring it to USD × 10^6.
+  const divisor = 10n ** BigInt(PRICE_SCALE + 6 - LEDGER_SCALE);
+  const rounded = (total + divisor / 2n) / divisor;
+  return fromScaled(rounded, LEDGER_SCALE);
+}

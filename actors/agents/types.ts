@@ -1,0 +1,27 @@
+import type { AgentOutput } from '../../schema/conversation.js';
+
+export type { AgentOutput };
+
+export interface AgentInputForRunner {
+  companyId: number;
+  conversationId: number;
+  /** The integration's agent (integrations.agent_id), null when none is configured. */
+  agentId: number | null;
+  /** The customer's message text. */
+  text: string;
+  /**
+   * The stored customer message id (conversation_messages.id, as a string). Stable across
+   * crashes and redeliveries: a restarted step asks again with the same id, so a runner
+   * that bills or caches should key on it.
+   */
+  messageId: string;
+}
+
+/**
+ * What answers a customer message. `{kind:'reply'}` is sent to the customer;
+ * `{kind:'handoff', reason}` pauses the conversation for a human (the host sends
+ * `text`, or a default notice, to the customer). Throwing counts as `model_failed`.
+ */
+export interface AgentRunner {
+  answer(input: AgentInputForRunner): Promise<AgentOutput>;
+}

@@ -1,0 +1,152 @@
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import type { Logger } from '../lib/logger.js';
+import type { StreamNames } from '../lib/streams.js';
+import type { InboundEnvelope } from '../schema/envelope.js';
+import type { ConversationHost } from './host.js';
+import { sleep } from './limit.js';
+
+/**
+ * One durable pull consumer per partition (nats-server 2.9: one filter subject each).
+ * The owner of a partition fetches short batches (so a released partition stops receiving
+ * within `expiresMs`), hands every envelope to the host in stream order, keeps in-flight
+ * messages alive with `working()`, and acks each once the host committed it.
+ */
+export interface ConsumerOptions {
+  ackWaitMs?: number;
+  maxAckPending?: number;
+  fetchBatch?: number;
+  expiresMs?: number;
+  /** How long a release waits for in-flight envelopes before nak'ing them for the next owner. */
+  drainTimeoutMs?: number;
+}
+
+export const DEFAULT_ACK_WAIT_MS = 30_000;
+export const DEFAULT_MAX_ACK_PENDING = 256;
+
+const ms = (n: number) => n * 1_000_000;
+
+export async function ensurePartitionConsumer(jsm: JetStreamManager, names: StreamNames, partition: number, options: ConsumerOptions = {}): Promise<void> {
+  const config = {
+    durable_name: names.partitionConsumer(partition),
+    filter_subject: names.partitionFilter(partition),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: ms(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+    max_ack_pending: options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
+  };
+  try {
+    await jsm.consumers.add(names.inboundStream, config);
+  } catch (err) {
+    // Exists with other settings (e.g. an older ack_wait): update what may be updated.
+    try {
+      await jsm.consumers.update(names.inboundStream, config.durable_name, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+    } catch {
+      throw err;
+    }
+  }
+}
+
+export class PartitionConsumer {
+  readonly partition: number;
+  readonly #js: JetStreamClient;
+  readonly #names: StreamNames;
+  readonly #host: ConversationHost;
+  readonly #logger: Logger;
+  readonly #o: Required<ConsumerOptions>;
+  readonly #inflight = new Map<JsMsg, Promise<void>>();
+  #stopping = false;
+  #loop: Promise<void> | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(deps: { js: JetStreamClient; names: StreamNames; host: ConversationHost; logger: Logger }, partition: number, options: ConsumerOptions = {}) {
+    this.partition = partition;
+    this.#js = deps.js;
+    this.#names = deps.names;
+    this.#host = deps.host;
+    this.#logger = deps.logger.child({ partition });
+    this.#o = {
+      ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+      maxAckPending: options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
+      fetchBatch: options.fetchBatch ?? 64,
+      expiresMs: options.expiresMs ?? 2_000,
+      drainTimeoutMs: options.drainTimeoutMs ?? 15_000,
+    };
+  }
+
+  start(): void {
+    this.#loop = this.#run();
+    this.#heartbeat = setInterval(() => {
+      for (const m of this.#inflight.keys()) {
+        try {
+          m.working();
+        } catch {
+          /* connection trouble: redelivery covers it */
+        }
+      }
+    }, Math.max(1000, Math.floor(this.#o.ackWaitMs / 3)));
+  }
+
+  async #run(): Promise<void> {
+    const consumer = await this.#js.consumers.get(this.#names.inboundStream, this.#names.partitionConsumer(this.partition));
+    const limit = Math.max(1, this.#o.maxAckPending - 1);
+    while (!this.#stopping) {
+      if (this.#inflight.size >= limit) {
+        await Promise.race([...this.#inflight.values(), sleep(200)]);
+        continue;
+      }
+      try {
+        const batch = await consumer.fetch({ max_messages: Math.min(this.#o.fetchBatch, limit - this.#inflight.size), expires: this.#o.expiresMs });
+        for await (const m of batch) {
+          if (this.#stopping) {
+            m.nak();
+            continue;
+          }
+          this.#handle(m);
+        }
+      } catch (err) {
+        if (this.#stopping) break;
+        this.#logger.warn({ err: (err as Error).message }, 'consumer: fetch failed; retrying');
+        await sleep(500);
+      }
+    }
+  }
+
+  #handle(m: JsMsg): void {
+    let env: InboundEnvelope;
+    try {
+      env = m.json<InboundEnvelope>();
+      if (!env || env.v !== 1 || typeof env.idempotencyKey !== 'string' || typeof env.integrationId !== 'number') throw new Error('not an envelope');
+    } catch (err) {
+      this.#logger.error({ err: (err as Error).message, seq: m.seq }, 'consumer: dropping a message that is not an InboundEnvelope');
+      m.term();
+      return;
+    }
+    const done = this.#host.submit(this.partition, env).then(
+      (result) => {
+        if (result === 'ack') m.ack();
+        else m.nak(1000);
+      },
+      () => m.nak(1000),
+    );
+    const tracked = done.finally(() => this.#inflight.delete(m));
+    this.#inflight.set(m, tracked);
+  }
+
+  /** Stops fetching, lets in-flight envelopes finish (bounded), nak's the rest for the next owner. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#loop?.catch(() => {});
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.#o.drainTimeoutMs);
+    });
+    const all = Promise.all([...this.#inflight.values()]).then(() => 'done' as const);
+    const outcome = await Promise.race([all, deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.#logger.warn({ inflight: this.#inflight.size }, 'consumer: drain timed out; returning in-flight messages for redelivery');
+      for (const m of this.#inflight.keys()) m.nak();
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import type { StateValue } from 'xstate';
+import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
+import type { Channel } from '../schema/envelope.js';
+
+/**
+ * The JSON shapes of conversations, shared by the worker (which publishes them on
+ * names.conversationEvents after each commit) and the gateway (which serves and relays
+ * them). No runtime dependencies: the gateway never imports actors/.
+ */
+export interface ConversationView {
+  id: number;
+  integrationId: number;
+  channel: Channel;
+  clientId: string;
+  status: ConversationStatus;
+  state: StateValue;
+  context: ConversationContext | null;
+  createdAt: string;
+  updatedAt: string;
+  lastMessageAt: string | null;
+  closedAt: string | null;
+}
+
+export interface MessageView {
+  id: number;
+  seq: number;
+  role: string;
+  kind: string;
+  text: string;
+  externalId: string | null;
+  replyToId: number | null;
+  delivery: string | null;
+  createdAt: string;
+}
+
+export interface TransitionView {
+  seq: number;
+  at: string;
+  event: string;
+  payload: Record<string, unknown>;
+  from: StateValue | null;
+  to: StateValue;
+  actions: { type: string; params?: unknown; effect?: string }[];
+}
+
+/** What the worker publishes on names.conversationEvents(companyId, conversationId). */
+export type ConversationNotice =
+  | { type: 'transition'; conversationId: number; transition: TransitionView; conversation: ConversationView }
+  | { type: 'message'; conversationId: number; message: MessageView }
+  | { type: 'applied'; conversationId: number; idempotencyKey: string; outcome: 'applied' | 'duplicate' | 'not_found' | 'ignored'; conversation: ConversationView | null };
+
+const iso = (d: Date | string | null | undefined): string | null => (d === null || d === undefined ? null : new Date(d).toISOString());
+
+export interface ConversationLike {
+  id: number;
+  integrationId: number;
+  channel: Channel;
+  clientId: string;
+  status: ConversationStatus;
+  state: StateValue;
+  snapshot?: { context?: ConversationContext } | null;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+  lastMessageAt: Date | string | null;
+  closedAt: Date | string | null;
+}
+
+export function conversationView(c: ConversationLike): ConversationView {
+  return {
+    id: c.id,
+    integrationId: c.integrationId,
+    channel: c.channel,
+    clientId: c.clientId,
+    status: c.status,
+    state: c.state,
+    context: c.snapshot?.context ?? null,
+    createdAt: iso(c.createdAt)!,
+    updatedAt: iso(c.updatedAt)!,
+    lastMessageAt: iso(c.lastMessageAt),
+    closedAt: iso(c.closedAt),
+  };
+}
+
+export interface MessageLike {
+  id: string | number;
+  seq: number;
+  role: string;
+  kind: string;
+  text: string;
+  externalId: string | null;
+  replyToId: string | number | null;
+  delivery: string | null;
+  createdAt: Date | string;
+}
+
+export function messageView(m: MessageLike): MessageView {
+  return {
+    id: Number(m.id),
+    seq: m.seq,
+    role: m.role,
+    kind: m.kind,
+    text: m.text,
+    externalId: m.externalId,
+    replyToId: m.replyToId === null ? null : Number(m.replyToId),
+    delivery: m.delivery,
+    createdAt: iso(m.createdAt)!,
+  };
+}
+
+export const DEFAULT_HANDOFF_TEXT = 'A human colleague will take over shortly.';

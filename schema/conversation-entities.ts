@@ -1,0 +1,245 @@
+import { EntitySchema } from '@mikro-orm/core';
+import type { StateValue } from 'xstate';
+import type { Channel } from './envelope.js';
+import type { ConversationStatus } from './conversation.js';
+
+/**
+ * Entities of the conversation engine (migration 0004). Company-owned like the others:
+ * each carries `companyId` and the default-on `tenant` filter. Routes read them through a
+ * tenant EntityManager; the worker writes them with plain SQL inside one transaction per
+ * applied event (actors/store.ts).
+ */
+const tenantFilter = {
+  tenant: {
+    name: 'tenant',
+    cond: (args: { companyId: number }) => ({ companyId: args.companyId }),
+    default: true,
+  },
+};
+
+export interface Conversation {
+  id: number;
+  companyId: number;
+  integrationId: number;
+  channel: Channel;
+  clientId: string;
+  partition: number;
+  status: ConversationStatus;
+  /** The full XState state value. */
+  state: StateValue;
+  /** The persisted XState snapshot (`getPersistedSnapshot()`). */
+  snapshot: Record<string, unknown>;
+  channelId: string | null;
+  transport: string | null;
+  messageSeq: number;
+  transitionSeq: number;
+  /** Set by the operator API the moment a pause / close is requested; cleared when applied. */
+  holdRequestedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  lastMessageAt: Date | null;
+  closedAt: Date | null;
+}
+
+export const ConversationSchema = new EntitySchema<Conversation>({
+  name: 'Conversation',
+  tableName: 'conversations',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    integrationId: { type: 'integer' },
+    channel: { type: 'text' },
+    clientId: { type: 'text' },
+    partition: { type: 'integer' },
+    status: { type: 'text' },
+    state: { type: 'json' },
+    snapshot: { type: 'json', lazy: true },
+    channelId: { type: 'text', nullable: true },
+    transport: { type: 'text', nullable: true },
+    messageSeq: { type: 'integer', default: 0 },
+    transitionSeq: { type: 'integer', default: 0 },
+    holdRequestedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
+    lastMessageAt: { type: 'datetime', nullable: true },
+    closedAt: { type: 'datetime', nullable: true },
+  },
+});
+
+export interface ConversationRef {
+  integrationId: number;
+  kind: 'request' | 'dialog';
+  refId: string;
+  conversationId: number;
+  companyId: number;
+  seenAt: Date;
+}
+
+export const ConversationRefSchema = new EntitySchema<ConversationRef>({
+  name: 'ConversationRef',
+  tableName: 'conversation_refs',
+  filters: tenantFilter,
+  properties: {
+    integrationId: { type: 'integer', primary: true },
+    kind: { type: 'text', primary: true },
+    refId: { type: 'bigint', primary: true },
+    conversationId: { type: 'integer', primary: true },
+    companyId: { type: 'integer' },
+    seenAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+export type MessageRole = 'customer' | 'agent' | 'operator' | 'system';
+export type MessageDelivery = 'pending' | 'sent' | 'failed' | 'cancelled';
+
+export interface ConversationMessage {
+  id: string;
+  companyId: number;
+  conversationId: number;
+  /** 1, 2, 3, ... within the conversation. */
+  seq: number;
+  role: MessageRole;
+  kind: 'message' | 'reply' | 'handoff_notice';
+  text: string;
+  /** The platform's id: helpdesk message_id of a customer message, or of our sent reply. */
+  externalId: string | null;
+  replyToId: string | null;
+  /** Outbound messages only. */
+  delivery: MessageDelivery | null;
+  deliveryError: string | null;
+  attachments: unknown[];
+  createdAt: Date;
+}
+
+export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
+  name: 'ConversationMessage',
+  tableName: 'conversation_messages',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'bigint', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    conversationId: { type: 'integer' },
+    seq: { type: 'integer' },
+    role: { type: 'text' },
+    kind: { type: 'text', default: 'message' },
+    text: { type: 'text' },
+    externalId: { type: 'text', nullable: true },
+    replyToId: { type: 'bigint', nullable: true },
+    delivery: { type: 'text', nullable: true },
+    deliveryError: { type: 'text', nullable: true },
+    attachments: { type: 'json', default: '[]' },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+export interface ConversationTransition {
+  id: string;
+  companyId: number;
+  conversationId: number;
+  seq: number;
+  at: Date;
+  /** Event type (`customer.message`, `helpdesk.close_dialog`, `xstate.done.actor.agent`, ...). */
+  event: string;
+  payload: Record<string, unknown>;
+  fromState: StateValue | null;
+  toState: StateValue;
+  actions: { type: string; params?: unknown; effect?: string }[];
+}
+
+export const ConversationTransitionSchema = new EntitySchema<ConversationTransition>({
+  name: 'ConversationTransition',
+  tableName: 'conversation_transitions',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'bigint', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    conversationId: { type: 'integer' },
+    seq: { type: 'integer' },
+    at: { type: 'datetime', defaultRaw: 'now()' },
+    event: { type: 'text' },
+    payload: { type: 'json' },
+    fromState: { type: 'json', nullable: true },
+    toState: { type: 'json' },
+    actions: { type: 'json' },
+  },
+});
+
+export interface InboundReceipt {
+  integrationId: number;
+  idempotencyKey: string;
+  companyId: number;
+  kind: string;
+  /** applied | duplicate-free outcome of the first delivery: applied, routed, unknown_session, ignored */
+  outcome: string;
+  conversationId: number | null;
+  receivedAt: Date;
+}
+
+export const InboundReceiptSchema = new EntitySchema<InboundReceipt>({
+  name: 'InboundReceipt',
+  tableName: 'inbound_receipts',
+  filters: tenantFilter,
+  properties: {
+    integrationId: { type: 'integer', primary: true },
+    idempotencyKey: { type: 'text', primary: true },
+    companyId: { type: 'integer' },
+    kind: { type: 'text' },
+    outcome: { type: 'text' },
+    conversationId: { type: 'integer', nullable: true },
+    receivedAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+export type OutboxKind = 'agent_reply' | 'handoff_notice' | 'operator_reply';
+export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'cancelled';
+
+export interface OutboxItem {
+  id: string;
+  companyId: number;
+  conversationId: number;
+  messageId: string;
+  partition: number;
+  kind: OutboxKind;
+  status: OutboxStatus;
+  attempts: number;
+  nextAttemptAt: Date;
+  claimedUntil: Date | null;
+  lastError: string | null;
+  externalId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  sentAt: Date | null;
+}
+
+export const OutboxSchema = new EntitySchema<OutboxItem>({
+  name: 'OutboxItem',
+  tableName: 'outbox',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'bigint', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    conversationId: { type: 'integer' },
+    messageId: { type: 'bigint' },
+    partition: { type: 'integer' },
+    kind: { type: 'text' },
+    status: { type: 'text', default: 'pending' },
+    attempts: { type: 'integer', default: 0 },
+    nextAttemptAt: { type: 'datetime', defaultRaw: 'now()' },
+    claimedUntil: { type: 'datetime', nullable: true },
+    lastError: { type: 'text', nullable: true },
+    externalId: { type: 'text', nullable: true },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
+    sentAt: { type: 'datetime', nullable: true },
+  },
+});
+
+export const conversationEntities = [
+  ConversationSchema,
+  ConversationRefSchema,
+  ConversationMessageSchema,
+  ConversationTransitionSchema,
+  InboundReceiptSchema,
+  OutboxSchema,
+];

@@ -1,0 +1,73 @@
+/**
+ * JSON schemas (ajv) of what the helpdesk connector (Chat2Desk API v1 webhooks) posts to
+ * `POST /api/webhook/helpdesk/:integrationId`. Chat2Desk sends many more fields than these
+ * (client {...}, operator_id, ...): unknown fields are allowed and ignored.
+ * Ids arrive as numbers or strings depending on the event, so both are accepted where
+ * Chat2Desk is known to send either; gateway/webhook/helpdesk-normaliser.ts turns them into
+ * the one envelope shape (schema/envelope.ts).
+ */
+export const HELPDESK_STATUS_HOOKS = ['close_dialog', 'close_request', 'dialog_transferred'] as const;
+export type HelpdeskStatusHook = (typeof HELPDESK_STATUS_HOOKS)[number];
+
+/** A message from the customer (`hook_type` "inbox" or absent, Chat2Desk `type` "from_client"). */
+export interface HelpdeskMessagePayload {
+  hook_type?: string;
+  text: string | null;
+  client_id: string | number;
+  channel_id?: string | number | null;
+  transport?: string | null;
+  message_id?: string | number | null;
+  type?: string | null;
+  dialog_id?: string | number | null;
+  request_id?: string | number | null;
+  attachments?: unknown[] | null;
+  event_time?: string | number | null;
+}
+
+/** A status event (flat, snake_case): close_dialog, close_request, dialog_transferred. */
+export interface HelpdeskStatusPayload {
+  hook_type: HelpdeskStatusHook;
+  request_id: number;
+  dialog_id?: number | null;
+  client_id?: string | number | null;
+  message_id?: string | number | null;
+  event_time?: string | number | null;
+}
+
+const idValue = { anyOf: [{ type: 'string', minLength: 1, maxLength: 200 }, { type: 'integer' }] };
+const nullableId = { anyOf: [...idValue.anyOf, { type: 'null' }] };
+/** request_id / dialog_id inside a message payload: a number, or a string of digits. */
+const numericId = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^\\d{1,15}$' }, { type: 'null' }] };
+const eventTime = { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] };
+
+export const helpdeskMessageSchema = {
+  type: 'object',
+  required: ['text', 'client_id'],
+  properties: {
+    hook_type: { type: 'string' },
+    // null: an attachment without a caption.
+    text: { type: ['string', 'null'] },
+    client_id: idValue,
+    channel_id: nullableId,
+    transport: { type: ['string', 'null'], maxLength: 100 },
+    message_id: nullableId,
+    type: { type: ['string', 'null'] },
+    dialog_id: numericId,
+    request_id: numericId,
+    attachments: { type: ['array', 'null'] },
+    event_time: eventTime,
+  },
+} as const;
+
+export const helpdeskStatusSchema = {
+  type: 'object',
+  required: ['hook_type', 'request_id'],
+  properties: {
+    hook_type: { type: 'string', enum: HELPDESK_STATUS_HOOKS },
+    request_id: { type: 'integer', minimum: 0 },
+    dialog_id: { type: ['integer', 'null'], minimum: 0 },
+    client_id: nullableId,
+    message_id: nullableId,
+    event_time: eventTime,
+  },
+} as const;

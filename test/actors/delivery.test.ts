@@ -1,0 +1,148 @@
+import t from 'tap';
+import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { signUp, startTestService } from '../support/service.js';
+import { deliver } from '../support/webhooks.js';
+import {
+  createHelpdeskIntegration,
+  echoAgent,
+  eventually,
+  messageEnvelope,
+  publishEnvelope,
+  sql,
+  startTestWorker,
+  waitForPartitions,
+} from '../support/worker.js';
+
+const svc = await startTestService(t, 'delivery', { env: { PARTITIONS: '4' } });
+const stub = await startChat2DeskStub(t);
+const user = await signUp(svc.api, 'Delivery Co');
+const integration = await createHelpdeskIntegration(svc, user, stub);
+const agent = echoAgent({ delayMs: (text) => (text.startsWith('slow') ? 1200 : 0) });
+const worker = await startTestWorker(t, svc, { agent, workerId: 'delivery-1' });
+await waitForPartitions([worker], 4);
+
+const messagesTo = (clientId: string) => stub.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages' && r.body?.client_id === clientId);
+const conversationOf = async (clientId: string) =>
+  (await sql(svc.orm, 'select * from conversations where integration_id = ? and client_id = ? order by id desc limit 1', [integration.id, clientId]))[0];
+const agentMessages = (conversationId: number) =>
+  sql(svc.orm, `select m.*, o.status as outbox_status, o.attempts from conversation_messages m left join outbox o on o.message_id = m.id where m.conversation_id = ? and m.role = 'agent' order by m.seq`, [conversationId]);
+
+t.test('helpdesk answers 503 then 200: the reply is sent once', async (t) => {
+  let failures = 0;
+  stub.handle((r) => (r.path === '/v1/messages' && r.body?.client_id === 'c-503' && failures++ < 1 ? { status: 503, body: { status: 'error' } } : undefined));
+  t.teardown(() => stub.handle(null));
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'c-503', 'hello'));
+  const conv = await eventually(async () => {
+    const c = await conversationOf('c-503');
+    if (!c) return null;
+    const [m] = await agentMessages(c.id);
+    return m?.delivery === 'sent' ? c : null;
+  });
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(messagesTo('c-503').length, 2, 'one 503, then one success');
+  const [m] = await agentMessages(conv.id);
+  t.equal(m.outbox_status, 'sent');
+  t.equal(m.attempts, 2);
+});
+
+t.test('a permanent 4xx is recorded as failed and not retried', async (t) => {
+  stub.handle((r) => (r.path === '/v1/messages' && r.body?.client_id === 'c-400' ? { status: 400, body: { status: 'error', message: 'bad client' } } : undefined));
+  t.teardown(() => stub.handle(null));
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'c-400', 'hello'));
+  const conv = await eventually(async () => {
+    const c = await conversationOf('c-400');
+    if (!c) return null;
+    const [m] = await agentMessages(c.id);
+    return m?.delivery === 'failed' ? c : null;
+  });
+  await new Promise((r) => setTimeout(r, 800));
+  t.equal(messagesTo('c-400').length, 1, 'tried once');
+  const [m] = await agentMessages(conv.id);
+  t.equal(m.outbox_status, 'failed');
+  t.match(m.delivery_error, /HTTP 400/);
+});
+
+t.test('an operator pause while the agent is thinking wins: the reply is cancelled', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'c-race', 'slow question'));
+  const conv = await eventually(async () => {
+    const c = await conversationOf('c-race');
+    return c && c.state?.active === 'answering' ? c : null;
+  });
+  const res = await svc.api('POST', `/api/conversations/${conv.id}/pause`, { token: user.token });
+  t.equal(res.status, 200);
+  t.same(res.body.conversation.state, { paused: 'operator' }, 'the pause is applied while the agent thinks');
+  const [m] = await eventually(async () => {
+    const rows = await agentMessages(conv.id);
+    return rows.length ? rows : null;
+  }, 5000, 'the late answer is stored');
+  t.equal(m.delivery, 'cancelled');
+  t.equal(m.outbox_status, null, 'never queued');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(messagesTo('c-race').length, 0, 'nothing sent');
+});
+
+t.test('a hold recorded before the pause is applied cancels the reply (host check)', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'c-hold', 'slow again'));
+  const conv = await eventually(async () => {
+    const c = await conversationOf('c-hold');
+    return c && c.state?.active === 'answering' ? c : null;
+  });
+  // What the pause route does first, before its envelope is applied.
+  await sql(svc.orm, 'update conversations set hold_requested_at = now() where id = ?', [conv.id]);
+  const [m] = await eventually(async () => {
+    const rows = await agentMessages(conv.id);
+    return rows.length ? rows : null;
+  });
+  t.equal(m.delivery, 'cancelled');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(messagesTo('c-hold').length, 0, 'nothing sent');
+});
+
+t.test('a reply waiting for a retry is cancelled when a human takes over (dispatcher check)', async (t) => {
+  let down = true;
+  stub.handle((r) => (r.path === '/v1/messages' && r.body?.client_id === 'c-late' && down ? { status: 503 } : undefined));
+  t.teardown(() => stub.handle(null));
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'c-late', 'hello'));
+  const conv = await eventually(async () => {
+    const c = await conversationOf('c-late');
+    return c && messagesTo('c-late').length >= 1 ? c : null;
+  });
+  const res = await svc.api('POST', `/api/conversations/${conv.id}/pause`, { token: user.token });
+  t.equal(res.status, 200);
+  down = false;
+  const [m] = await eventually(async () => {
+    const rows = await agentMessages(conv.id);
+    return rows[0]?.delivery === 'cancelled' ? rows : null;
+  }, 8000, 'cancelled by the dispatcher');
+  t.equal(m.outbox_status, 'cancelled');
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(stub.requests.filter((r) => r.path === '/v1/messages' && r.body?.client_id === 'c-late').length >= 1);
+  t.equal(stub.sent().filter((b) => b.client_id === 'c-late').length, messagesTo('c-late').length, 'no request after the pause');
+});
+
+t.test('end to end through the signed helpdesk webhook', async (t) => {
+  if (!integration.webhookSecret) {
+    t.comment('skipped: the integration route did not return a webhook secret');
+    return;
+  }
+  const payload = { hook_type: 'inbox', type: 'from_client', message_id: 987654, text: 'via webhook', client_id: 4242, channel_id: 9, transport: 'telegram', request_id: 31337, dialog_id: 313 };
+  const res = await deliver(svc.api, integration.id, payload, { secret: integration.webhookSecret });
+  t.equal(res.status, 200);
+  t.same(res.body, { ok: true });
+  await stub.waitFor(() => stub.sent().some((b) => b.client_id === '4242'));
+  // The helpdesk retries the same delivery later: no second reply.
+  const again = await deliver(svc.api, integration.id, payload, { secret: integration.webhookSecret });
+  t.equal(again.status, 200);
+  await new Promise((r) => setTimeout(r, 800));
+  const sent = stub.sent().filter((b) => b.client_id === '4242');
+  t.equal(sent.length, 1);
+  t.same(sent[0], { client_id: '4242', text: 'echo: via webhook', transport: 'telegram', channel_id: '9', type: 'to_client' });
+  // a status event carrying only request_id closes that session
+  const close = await deliver(svc.api, integration.id, { hook_type: 'close_request', request_id: 31337 }, { secret: integration.webhookSecret });
+  t.equal(close.status, 200);
+  const conv = await eventually(async () => {
+    const c = await conversationOf('4242');
+    return c?.status === 'closed' ? c : null;
+  });
+  t.equal(conv.state, 'closed');
+});

@@ -1,0 +1,96 @@
+import t from 'tap';
+import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { signUp, startTestService } from '../support/service.js';
+import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webhooks.js';
+
+const PUBLIC = 'https://mas.example.test';
+const TOKEN = 'c2d-account-token-4711';
+const desk = await startChat2DeskStub(t, TOKEN);
+const svc = await startTestService(t, 'register_webhook', { env: { HELPDESK_GLOBAL_URL: desk.url, PUBLIC_BASE_URL: PUBLIC } });
+dropStreamAtEnd(t, svc);
+const { api } = svc;
+const owner = await signUp(api, 'Registering Co');
+const agentId = await createAgent(api, owner.token);
+const register = (id: number) => api('POST', `/api/integrations/${id}/register-webhook`, { token: owner.token });
+const EVENTS = ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'];
+
+t.test('registers the webhook, then updates the same registration', async (t) => {
+  const i = await createIntegration(api, owner.token, { name: 'Desk', agentId, apiToken: TOKEN, region: 'global' });
+  t.equal(i.apiUrl, desk.url);
+
+  const first = await register(i.id);
+  t.equal(first.status, 200);
+  t.same(Object.keys(first.body).sort(), ['ok', 'webhookRegisteredAt']);
+  t.equal(first.body.ok, true);
+  t.match(first.body.webhookRegisteredAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  t.equal(desk.webhooks.length, 1);
+  const hook = desk.webhooks[0]!;
+  t.equal(hook.url, `${PUBLIC}/api/webhook/helpdesk/${i.id}`);
+  t.same(hook.events, EVENTS);
+  t.type(hook.name, 'string');
+  const created = desk.requests.find((r) => r.method === 'POST' && r.path === '/v1/webhooks')!;
+  t.equal(created.headers.authorization, TOKEN, 'Authorization is the bare token');
+  t.ok(desk.requests.some((r) => r.method === 'GET' && r.path === '/v1/webhooks'), 'looked for an existing one first');
+
+  const shown = (await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration;
+  t.equal(shown.webhookStatus, 'ok');
+  t.equal(shown.webhookRegisteredAt, first.body.webhookRegisteredAt);
+
+  await new Promise((r) => setTimeout(r, 5));
+  const again = await register(i.id);
+  t.equal(again.status, 200);
+  t.ok(Date.parse(again.body.webhookRegisteredAt) > Date.parse(first.body.webhookRegisteredAt), 'a new registration time');
+  t.equal(desk.webhooks.length, 1, 'no duplicate');
+  t.ok(desk.requests.some((r) => r.method === 'PUT' && r.path === `/v1/webhooks/${hook.id}`), 'PUT on the same remote id');
+  t.equal(desk.requests.filter((r) => r.method === 'POST' && r.path === '/v1/webhooks').length, 1, 'created only once');
+});
+
+t.test('an existing registration with our URL is updated, not duplicated', async (t) => {
+  const i = await createIntegration(api, owner.token, { name: 'Desk 2', agentId, apiToken: TOKEN, region: 'global' });
+  const url = `${PUBLIC}/api/webhook/helpdesk/${i.id}`;
+  desk.webhooks.push({ id: 77, url, name: 'set up by hand', events: ['inbox'] });
+  const before = desk.webhooks.length;
+  const res = await register(i.id);
+  t.equal(res.status, 200);
+  t.equal(desk.webhooks.length, before);
+  const updated = desk.webhooks.find((w) => w.id === 77)!;
+  t.same(updated.events, EVENTS, 'now subscribed to every event we act on');
+  t.equal(updated.url, url);
+});
+
+t.test('400 not_supported without apiUrl, or for webchat', async (t) => {
+  const plain = await createIntegration(api, owner.token, { name: 'No URL', agentId });
+  const res = await register(plain.id);
+  t.equal(res.status, 400);
+  t.equal(res.body.error.code, 'not_supported');
+  const chat = await createIntegration(api, owner.token, { type: 'webchat', name: 'Widget', agentId });
+  const chatRes = await register(chat.id);
+  t.equal(chatRes.status, 400);
+  t.equal(chatRes.body.error.code, 'not_supported');
+  t.equal((await api('GET', `/api/integrations/${plain.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending');
+});
+
+t.test('502 with the helpdesk own message when it refuses or is down', async (t) => {
+  t.teardown(() => desk.handle(null));
+  const i = await createIntegration(api, owner.token, { name: 'Refused', agentId, apiToken: TOKEN, region: 'global' });
+  desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 400, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
+  const full = await register(i.id);
+  t.equal(full.status, 502);
+  t.equal(full.body.error.code, 'UPSTREAM_ERROR');
+  t.match(full.body.error.message, /Webhooks limit \(5\) reached/);
+  t.notOk(JSON.stringify(full.body).includes(TOKEN), 'never the token');
+  t.equal((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending', 'still pending');
+  desk.handle(null);
+
+  const wrong = await createIntegration(api, owner.token, { name: 'Wrong token', agentId, apiUrl: desk.url, apiToken: 'wrong-token-9876' });
+  const refused = await register(wrong.id);
+  t.equal(refused.status, 502);
+  t.match(refused.body.error.message, /Wrong token/);
+  t.notOk(refused.body.error.message.includes('wrong-token-9876'), 'never the token');
+
+  const gone = await createIntegration(api, owner.token, { name: 'Gone', agentId, apiUrl: 'http://127.0.0.1:9', apiToken: TOKEN });
+  const down = await register(gone.id);
+  t.equal(down.status, 502);
+  t.equal(down.body.error.code, 'UPSTREAM_ERROR');
+  t.match(down.body.error.message, /unreachable|timed out/);
+});

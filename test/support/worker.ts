@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import type { Test } from 'tap';
+import type { AgentRunner } from '../../actors/agents/types.js';
+import { startWorker, type RunningWorker, type WorkerOptions } from '../../actors/worker.js';
+import type { Config } from '../../lib/config.js';
+import type { Orm } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import { connectNats, type NatsConnection } from '../../lib/nats.js';
+import { SecretBox } from '../../lib/secrets.js';
+import { partitionOf, streamNames } from '../../lib/streams.js';
+import { tenantScope } from '../../lib/tenancy.js';
+import type { AgentOutput } from '../../schema/conversation.js';
+import { IntegrationSchema } from '../../schema/entities.js';
+import type { InboundEnvelope, NormalisedMessage, StatusHook } from '../../schema/envelope.js';
+import type { Chat2DeskStub } from './chat2desk-stub.js';
+import { TEST_NATS_URL, type ApiClient } from './service.js';
+
+/** Timings that keep test files short: leases expire in 3 s, short fetches, fast retries. */
+export const FAST_WORKER_OPTIONS: WorkerOptions = {
+  lease: { ttlMs: 3000, renewMs: 500 },
+  consumer: { ackWaitMs: 10_000, expiresMs: 1000, drainTimeoutMs: 5000 },
+  dispatcher: { pollMs: 150, baseBackoffMs: 150, maxBackoffMs: 1000 },
+};
+
+export interface TestWorker extends RunningWorker {
+  /** The worker's own NATS connection (closing it simulates a dead process). */
+  nc: NatsConnection;
+}
+
+/**
+ * A worker (conversation engine) for a test service, on its own NATS connection so
+ * several workers behave like separate processes. Closed at teardown. The agent defaults
+ * to echoAgent(); pass `agent: 'builtin'` for the real built-in knowledge-base agent.
+ */
+export async function startTestWorker(
+  t: Test,
+  svc: { config: Config; orm: Orm },
+  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions } = {},
+): Promise<TestWorker> {
+  const nc = await connectNats(svc.config.natsUrl ?? TEST_NATS_URL, `test-worker-${options.workerId ?? 'w'}`);
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const worker = await startWorker({
+    config: svc.config,
+    orm: svc.orm,
+    nc,
+    logger,
+    agent: options.agent === 'builtin' ? undefined : (options.agent ?? echoAgent()),
+    workerId: options.workerId,
+    options: { ...FAST_WORKER_OPTIONS, ...options.options },
+  });
+  t.teardown(async () => {
+    await worker.close().catch(() => {});
+    if (!nc.isClosed()) await nc.close();
+  });
+  return { ...worker, nc };
+}
+
+/** Waits until the worker owns every partition (or `count` of them). */
+export async function waitForPartitions(workers: { ownedPartitions: () => number[] }[], total: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (workers.reduce((n, w) => n + w.ownedPartitions().length, 0) !== total) {
+    if (Date.now() > deadline) throw new Error(`partitions not all owned within ${timeoutMs} ms: ${workers.map((w) => w.ownedPartitions().join(',')).join(' | ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * A stand-in agent for tests: answers `echo: <text>`; "human" in the text hands off
+ * (asked_for_human); `delayMs` makes it think; every call is recorded.
+ */
+export function echoAgent(options: { delayMs?: number | ((text: string) => number) } = {}): AgentRunner & { calls: { text: string; messageId: string; conversationId: number }[] } {
+  const calls: { text: string; messageId: string; conversationId: number }[] = [];
+  return {
+    calls,
+    async answer(input): Promise<AgentOutput> {
+      calls.push({ text: input.text, messageId: input.messageId, conversationId: input.conversationId });
+      const delay = typeof options.delayMs === 'function' ? options.delayMs(input.text) : (options.delayMs ?? 0);
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      if (/\bhuman\b/i.test(input.text)) return { kind: 'handoff', reason: 'asked_for_human' };
+      return { kind: 'reply', text: `echo: ${input.text}` };
+    },
+  };
+}
+
+export interface TestIntegration {
+  id: number;
+  companyId: number;
+  webhookSecret: string | null;
+}
+
+/**
+ * A helpdesk integration pointing at the Chat2Desk stand-in: through POST /api/integrations
+ * when that route exists, else inserted directly with the tenant EntityManager.
+ */
+export async function createHelpdeskIntegration(
+  svc: { api: ApiClient; orm: Orm; config: Config },
+  user: { token: string; companyId: number },
+  stub: Chat2DeskStub,
+  name = 'Helpdesk',
+  existingAgentId?: number,
+): Promise<TestIntegration> {
+  let agentId = existingAgentId;
+  if (agentId === undefined) {
+    const agent = await svc.api('POST', '/api/agents', { token: user.token, body: { name: `${name} agent` } });
+    if (agent.status !== 201) throw new Error(`POST /api/agents: ${agent.status} ${JSON.stringify(agent.body)}`);
+    agentId = agent.body.agent.id as number;
+  }
+  const res = await svc.api('POST', '/api/integrations', { token: user.token, body: { type: 'helpdesk', name, agentId, apiUrl: stub.url, apiToken: stub.token } });
+  if (res.status === 201) return { id: res.body.integration.id, companyId: user.companyId, webhookSecret: res.body.integration.webhookSecret ?? null };
+  if (res.status !== 404) throw new Error(`POST /api/integrations: ${res.status} ${JSON.stringify(res.body)}`);
+  const secrets = new SecretBox(svc.config.secretsKeys);
+  const tenant = tenantScope(svc.orm, user.companyId);
+  const now = new Date();
+  const secret = randomUUID().replace(/-/g, '');
+  const row = tenant.em.create(IntegrationSchema, {
+    companyId: user.companyId, type: 'helpdesk', name, agentId, active: true, apiUrl: stub.url, region: null,
+    apiTokenSealed: secrets.seal(stub.token), webhookSecretSealed: secrets.seal(secret), previousSecretSealed: null,
+    previousSecretExpiresAt: null, webhookStatus: 'pending', webhookRegisteredAt: null, webhookRemoteId: null,
+    allowedOrigins: [], createdAt: now, updatedAt: now,
+  } as never);
+  await tenant.em.flush();
+  return { id: row.id, companyId: user.companyId, webhookSecret: secret };
+}
+
+let seqNo = 0;
+
+export function messageEnvelope(
+  integration: { id: number; companyId: number },
+  clientId: string,
+  text: string,
+  extra: Partial<NormalisedMessage> & { idempotencyKey?: string } = {},
+): InboundEnvelope {
+  const { idempotencyKey, ...message } = extra;
+  const messageId = message.messageId ?? `m-${Date.now()}-${seqNo++}`;
+  return {
+    v: 1,
+    kind: 'message',
+    idempotencyKey: idempotencyKey ?? `msg:${messageId}`,
+    companyId: integration.companyId,
+    integrationId: integration.id,
+    channel: 'helpdesk',
+    receivedAt: new Date().toISOString(),
+    message: {
+      messageId,
+      text,
+      clientId,
+      channelId: 'ch-1',
+      transport: 'telegram',
+      requestId: null,
+      dialogId: null,
+      attachments: [],
+      sentAt: new Date().toISOString(),
+      ...message,
+    },
+  };
+}
+
+export function statusEnvelope(
+  integration: { id: number; companyId: number },
+  hookType: StatusHook,
+  requestId: number,
+  extra: { dialogId?: number | null; clientId?: string | null; idempotencyKey?: string } = {},
+): InboundEnvelope {
+  const dialogId = extra.dialogId ?? null;
+  return {
+    v: 1,
+    kind: 'status',
+    idempotencyKey: extra.idempotencyKey ?? `${hookType}:${requestId}:${dialogId ?? ''}`,
+    companyId: integration.companyId,
+    integrationId: integration.id,
+    channel: 'helpdesk',
+    receivedAt: new Date().toISOString(),
+    status: { hookType, requestId, dialogId, clientId: extra.clientId ?? null },
+  };
+}
+
+/**
+ * Publishes like the gateway does: to the conversation's partition (status events without
+ * clientId: the partition of `request:<id>`), msgID `<integrationId>:<idempotencyKey>` unless given.
+ */
+export async function publishEnvelope(nc: NatsConnection, config: Config, env: InboundEnvelope, msgID?: string): Promise<{ duplicate: boolean }> {
+  const names = streamNames(config.natsPrefix);
+  const key =
+    env.kind === 'message' ? env.message.clientId
+    : env.kind === 'operator' ? env.clientId
+    : (env.status.clientId ?? `request:${env.status.requestId}`);
+  const partition = partitionOf(env.integrationId, key, config.partitions);
+  const ack = await jetstream(nc).publish(names.inboundSubject(partition, env.companyId), JSON.stringify(env), { msgID: msgID ?? `${env.integrationId}:${env.idempotencyKey}` });
+  return { duplicate: ack.duplicate };
+}
+
+/** Polls until `fn` returns a truthy value. */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Raw SQL for assertions (bypasses the tenant filter). */
+export async function sql<T = any>(orm: Orm, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await orm.em.fork().execute(query, params as never[], 'all')) as unknown as T[];
+}

@@ -1,0 +1,166 @@
+// Tiny DOM helpers. Every piece of data reaches the page as a text node or a property:
+// nothing here parses HTML (the CSP forbids string-to-DOM sinks anyway).
+
+const PROPS = new Set(['value', 'checked', 'disabled', 'selected', 'hidden', 'readOnly', 'required', 'multiple']);
+
+/**
+ * h('button', { class: 'primary', onclick: fn, 'aria-label': 'Copy' }, 'Copy') → element.
+ * Attributes are set as strings; `text` sets textContent; on* functions become listeners;
+ * `value`, `checked`, `disabled`… are set as properties. Children: nodes, strings, arrays, null.
+ */
+export function h(tag, props = {}, ...children) {
+  return build(document.createElement(tag), props, children);
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+export function svg(tag, props = {}, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), props, children);
+}
+
+function build(el, props, children) {
+  for (const [key, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'text') el.textContent = String(value);
+    else if (key === 'class') el.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value);
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (PROPS.has(key)) el[key] = value;
+    else if (key === 'style' || key.startsWith('on')) throw new Error(`dom: refusing attribute ${key}`);
+    else el.setAttribute(key, value === true ? '' : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Replaces an element's children. */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+let nextId = 0;
+export const uid = (prefix = 'f') => `${prefix}-${++nextId}`;
+
+/** A labelled form control: <div class="field"><label for>…</label>control hint</div>. */
+export function field(label, control, hint) {
+  control.id ||= uid('field');
+  let hintEl = null;
+  if (hint) {
+    hintEl = h('p', { class: 'hint', id: uid('hint') }, hint);
+    control.setAttribute('aria-describedby', hintEl.id);
+  }
+  return h('div', { class: 'field' }, h('label', { for: control.id }, label), control, hintEl);
+}
+
+/** A labelled checkbox (the label follows the box). */
+export function checkbox(label, props = {}) {
+  const input = h('input', { type: 'checkbox', id: uid('check'), ...props });
+  return { input, el: h('div', { class: 'field check' }, input, h('label', { for: input.id }, label)) };
+}
+
+export function select(options, props = {}) {
+  const el = h('select', props);
+  for (const o of options) el.append(h('option', { value: String(o.value), selected: o.selected }, o.label));
+  return el;
+}
+
+/**
+ * A message area: role="status" for news, role="alert" for errors. Both live regions exist
+ * from the start so screen readers announce later changes.
+ */
+export function messages() {
+  const status = h('p', { role: 'status', class: 'status' });
+  const alert = h('p', { role: 'alert', class: 'error' });
+  return {
+    el: h('div', { class: 'messages' }, status, alert),
+    ok(text) {
+      alert.textContent = '';
+      status.textContent = text;
+    },
+    error(err) {
+      status.textContent = '';
+      alert.textContent = errorText(err);
+    },
+    clear() {
+      status.textContent = '';
+      alert.textContent = '';
+    },
+  };
+}
+
+/** The user-facing text of an API (or other) error: error.message, plus any field details. */
+export function errorText(err) {
+  if (!err) return '';
+  const details = Array.isArray(err.details) && err.details.length ? ` (${err.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : '';
+  return `${err.message || String(err)}${details}`;
+}
+
+export function time(iso) {
+  if (!iso) return h('span', { class: 'muted' }, '—');
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return h('span', {}, String(iso));
+  return h('time', { datetime: d.toISOString(), title: d.toISOString() }, d.toLocaleString());
+}
+
+/** Copies text; falls back to selecting a field and execCommand where the Clipboard API is unavailable. */
+export async function copyText(text, fallbackField) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    if (!fallbackField) return false;
+    fallbackField.focus();
+    fallbackField.select();
+    return document.execCommand('copy');
+  }
+}
+
+/** A read-only value with a Copy button: [label] [input readonly] [Copy …]. */
+export function copyField(label, value, { buttonLabel = `Copy ${label.toLowerCase()}`, multiline = false, onCopied } = {}) {
+  const control = multiline
+    ? h('textarea', { readOnly: true, rows: 2, class: 'mono', spellcheck: 'false' })
+    : h('input', { type: 'text', readOnly: true, class: 'mono', spellcheck: 'false' });
+  control.value = value;
+  const button = h('button', { type: 'button', class: 'secondary' }, buttonLabel);
+  const note = h('span', { role: 'status', class: 'copied' });
+  button.addEventListener('click', async () => {
+    const ok = await copyText(control.value, control);
+    note.textContent = ok ? 'Copied' : 'Select the text and copy it';
+    onCopied?.(ok);
+    setTimeout(() => (note.textContent = ''), 2500);
+  });
+  control.id = uid('copy');
+  return h('div', { class: 'field copy' }, h('label', { for: control.id }, label), h('div', { class: 'copy-row' }, control, button, note));
+}
+
+/** Disables a button while an async action runs; returns the action's result. */
+export async function busy(button, action) {
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  try {
+    return await action();
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+  }
+}
+
+/** A table from column definitions: [{ label, cell: (row) => node|string }]. */
+export function table(caption, columns, rows, { empty = 'Nothing yet.', rowProps } = {}) {
+  if (!rows.length) return h('p', { class: 'muted empty' }, empty);
+  return h(
+    'table',
+    {},
+    h('caption', { class: caption.startsWith('!') ? 'visually-hidden' : '' }, caption.replace(/^!/, '')),
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c.label)))),
+    h('tbody', {}, rows.map((r) => h('tr', rowProps?.(r) ?? {}, columns.map((c) => h('td', { class: c.class }, c.cell(r)))))),
+  );
+}

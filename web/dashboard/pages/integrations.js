@@ -1,0 +1,219 @@
+// Integrations: create helpdesk / webchat integrations, show their webhook URL and (just
+// after create or rotate) secret, rotate the secret, switch them on and off, register the
+// helpdesk webhook, and give webchat integrations their embed snippet.
+import { api, seg } from '../api.js';
+import { busy, checkbox, copyField, field, h, messages, replace, select, time, uid } from '../dom.js';
+
+const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+
+export function render(root, { signal }) {
+  const state = { integrations: [], agents: [], secrets: new Map(), notes: new Map() };
+  const list = h('div', { class: 'cards', 'aria-live': 'off' });
+  const listMsg = messages();
+
+  // ---- create form ----
+  const type = select([{ value: 'helpdesk', label: 'Helpdesk (Chat2Desk)' }, { value: 'webchat', label: 'Webchat widget' }], { name: 'type' });
+  const name = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
+  const agent = h('select', { name: 'agentId' });
+  const agentHint = h('span', {}, 'The AI agent that answers this channel.');
+  const apiToken = h('input', { type: 'password', name: 'apiToken', autocomplete: 'off', spellcheck: 'false' });
+  const apiUrl = h('input', { type: 'url', name: 'apiUrl', placeholder: 'https://api.chat2desk.com', spellcheck: 'false' });
+  const region = select([{ value: '', label: 'Find automatically' }, { value: 'global', label: 'Global' }, { value: 'europe', label: 'Europe' }], { name: 'region' });
+  const helpdeskFields = h(
+    'div',
+    { class: 'grid-2' },
+    field('API token', apiToken, 'From the helpdesk’s settings (API). Stored encrypted, never shown again.'),
+    field('API URL (optional)', apiUrl, 'Leave empty to use the region.'),
+    field('Region (optional)', region, 'Automatic tries the global and the Europe instance.'),
+  );
+  const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create integration');
+  const formMsg = messages();
+  const form = h(
+    'form',
+    { method: 'post', class: 'panel', 'aria-labelledby': 'new-integration' },
+    h('h2', { id: 'new-integration' }, 'New integration'),
+    h('div', { class: 'grid-2' }, field('Type', type), field('Name', name), field('Agent', agent, agentHint)),
+    helpdeskFields,
+    h('div', { class: 'actions' }, createButton),
+    formMsg.el,
+  );
+  const syncType = () => {
+    helpdeskFields.hidden = type.value !== 'helpdesk';
+  };
+  type.addEventListener('change', syncType);
+  syncType();
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!name.value.trim()) {
+      formMsg.error(new Error('Please give the integration a name.'));
+      name.focus();
+      return;
+    }
+    const body = { type: type.value, name: name.value.trim() };
+    if (agent.value) body.agentId = Number(agent.value);
+    if (type.value === 'helpdesk') {
+      if (apiToken.value.trim()) body.apiToken = apiToken.value.trim();
+      if (apiUrl.value.trim()) body.apiUrl = apiUrl.value.trim();
+      if (region.value) body.region = region.value;
+    }
+    try {
+      const { integration } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
+      if (integration.webhookSecret) state.secrets.set(integration.id, integration.webhookSecret);
+      state.notes.set(integration.id, 'Created. Copy the webhook secret now: it is shown only once.');
+      form.reset();
+      syncType();
+      fillAgents();
+      formMsg.ok(`Integration “${integration.name}” created.`);
+      upsert(integration);
+    } catch (err) {
+      if (err.name !== 'AbortError') formMsg.error(err);
+    }
+  });
+
+  function fillAgents() {
+    const keep = agent.value;
+    replace(agent, h('option', { value: '' }, state.agents.length ? 'Choose an agent' : 'No agents yet'));
+    for (const a of state.agents) agent.append(h('option', { value: String(a.id) }, a.name));
+    replace(agentHint, ...(state.agents.length ? ['The AI agent that answers this channel.'] : ['No agents yet: ', h('a', { href: '#/agents' }, 'create one first'), '.']));
+    if (keep && state.agents.some((a) => String(a.id) === keep)) agent.value = keep;
+    else if (state.agents.length === 1) agent.value = String(state.agents[0].id);
+  }
+
+  // ---- list ----
+  function upsert(integration) {
+    const i = state.integrations.findIndex((x) => x.id === integration.id);
+    if (i >= 0) state.integrations[i] = { ...state.integrations[i], ...integration };
+    else state.integrations.push(integration);
+    renderList();
+  }
+
+  function renderList(focusKey) {
+    if (!state.integrations.length) {
+      replace(list, h('p', { class: 'muted empty' }, 'No integrations yet. Create one above.'));
+      return;
+    }
+    replace(list, state.integrations.map(card));
+    if (focusKey) list.querySelector(`[data-focus="${CSS.escape(focusKey)}"]`)?.focus();
+  }
+
+  function card(it) {
+    const headingId = uid('integration');
+    const msg = messages();
+    const note = state.notes.get(it.id);
+    if (note) msg.ok(note);
+    const agentName = state.agents.find((a) => a.id === it.agentId)?.name;
+    const isHelpdesk = it.type === 'helpdesk';
+    const registered = it.webhookStatus === 'ok' || Boolean(it.webhookRegisteredAt);
+
+    const active = checkbox('Active', { checked: it.active !== false, dataset: { focus: `active-${it.id}` } });
+    active.input.addEventListener('change', async () => {
+      const want = active.input.checked;
+      try {
+        const { integration } = await api('PATCH', `/api/integrations/${seg(it.id)}`, { active: want }, { signal });
+        state.notes.set(it.id, integration.active ? 'Active: webhooks are accepted.' : 'Inactive: webhooks are refused (403).');
+        upsert(integration);
+        renderList(`active-${it.id}`);
+      } catch (err) {
+        if (err.name === 'AbortError') return;
+        active.input.checked = !want;
+        msg.error(err);
+      }
+    });
+
+    const rotate = h('button', { type: 'button', class: 'secondary', dataset: { focus: `rotate-${it.id}` } }, 'Rotate secret');
+    rotate.addEventListener('click', async () => {
+      try {
+        const { integration } = await busy(rotate, () => api('POST', `/api/integrations/${seg(it.id)}/rotate-secret`, undefined, { signal }));
+        if (integration.webhookSecret) state.secrets.set(it.id, integration.webhookSecret);
+        state.notes.set(it.id, 'New secret created: copy it now. The previous one keeps working for a grace period.');
+        upsert(integration);
+        renderList(`rotate-${it.id}`);
+      } catch (err) {
+        if (err.name !== 'AbortError') msg.error(err);
+      }
+    });
+
+    let registerButton = null;
+    if (isHelpdesk) {
+      registerButton = h('button', { type: 'button', class: registered ? 'secondary' : 'primary', dataset: { focus: `register-${it.id}` } }, registered ? 'Re-register webhook' : 'Register webhook');
+      registerButton.addEventListener('click', async () => {
+        msg.ok('Registering the webhook at the helpdesk…');
+        try {
+          const out = await busy(registerButton, () => api('POST', `/api/integrations/${seg(it.id)}/register-webhook`, {}, { signal }));
+          let fresh = { ...it, webhookStatus: 'ok', webhookRegisteredAt: out?.webhookRegisteredAt ?? new Date().toISOString() };
+          try {
+            fresh = (await api('GET', `/api/integrations/${seg(it.id)}`, undefined, { signal })).integration;
+          } catch {
+            /* keep the local view */
+          }
+          state.notes.set(it.id, 'Webhook registered at the helpdesk.');
+          upsert(fresh);
+          renderList(`register-${it.id}`);
+        } catch (err) {
+          if (err.name !== 'AbortError') msg.error(err);
+        }
+      });
+    }
+
+    const secret = state.secrets.get(it.id);
+    const details = h(
+      'dl',
+      { class: 'facts' },
+      h('dt', {}, 'Agent'),
+      h('dd', {}, agentName ?? (it.agentId ? `#${it.agentId}` : '—')),
+      isHelpdesk ? [h('dt', {}, 'API URL'), h('dd', { class: 'mono' }, it.apiUrl || '—')] : null,
+      isHelpdesk ? [h('dt', {}, 'Webhook registered'), h('dd', {}, time(it.webhookRegisteredAt))] : null,
+      h('dt', {}, 'Created'),
+      h('dd', {}, time(it.createdAt)),
+    );
+
+    const origin = location.origin;
+    const snippet = `<script src="${origin}/widget.js" data-integration-id="${it.id}"></script>`;
+
+    return h(
+      'article',
+      { class: ['card', it.active === false && 'inactive'], 'aria-labelledby': headingId, dataset: { integrationId: String(it.id) } },
+      h(
+        'header',
+        { class: 'card-head' },
+        h('h3', { id: headingId }, it.name),
+        h('span', { class: 'tag' }, TYPE_LABEL[it.type] ?? it.type),
+        isHelpdesk ? h('span', { class: ['badge', it.webhookStatus === 'ok' ? 'ok' : 'pending'] }, it.webhookStatus === 'ok' ? 'Webhook OK' : 'Webhook pending') : null,
+        it.active === false ? h('span', { class: 'badge off' }, 'Inactive') : null,
+      ),
+      details,
+      // Webchat has no webhook (its widget speaks WebSocket): it gets the embed snippet instead.
+      isHelpdesk && it.webhookUrl ? copyField('Webhook URL', it.webhookUrl, { buttonLabel: 'Copy webhook URL' }) : null,
+      secret ? copyField('Webhook secret', secret, { buttonLabel: 'Copy secret' }) : null,
+      it.type === 'webchat' ? copyField('Embed snippet', snippet, { buttonLabel: 'Copy snippet', multiline: true }) : null,
+      h('div', { class: 'actions' }, active.el, rotate, registerButton),
+      msg.el,
+    );
+  }
+
+  async function load() {
+    try {
+      const [integrations, agents] = await Promise.all([api('GET', '/api/integrations', undefined, { signal }), api('GET', '/api/agents', undefined, { signal })]);
+      state.integrations = integrations.integrations;
+      state.agents = agents.agents;
+      fillAgents();
+      renderList();
+      listMsg.clear();
+    } catch (err) {
+      if (err.name !== 'AbortError') {
+        replace(list);
+        listMsg.error(err);
+      }
+    }
+  }
+
+  root.append(
+    h('h1', {}, 'Integrations'),
+    h('p', { class: 'lead muted' }, 'Connect a helpdesk or a webchat widget; the chosen agent answers its customers.'),
+    form,
+    h('section', { 'aria-labelledby': 'your-integrations' }, h('h2', { id: 'your-integrations' }, 'Your integrations'), listMsg.el, list),
+  );
+  fillAgents();
+  load();
+}

@@ -1,0 +1,160 @@
+// Settings: company API tokens (shown once), credit balance and ledger, pipelines.
+import { api, seg } from '../api.js';
+import { busy, copyField, field, h, messages, replace, table, time } from '../dom.js';
+
+const LEDGER_KIND = { signup_bonus: 'Sign-up bonus', model_usage: 'Model usage' };
+
+export function render(root, { signal }) {
+  // ---- API tokens ----
+  const tokensEl = h('div');
+  const tokensMsg = messages();
+  const created = h('div', { class: 'once', hidden: true });
+  const tokenName = h('input', { type: 'text', name: 'name', required: true, maxlength: '100' });
+  const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create token');
+  const form = h('form', { method: 'post', class: 'row' }, field('Token name', tokenName, 'What the token is for, e.g. “CRM sync”.'), createButton);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!tokenName.value.trim()) {
+      tokensMsg.error(new Error('Please name the token.'));
+      tokenName.focus();
+      return;
+    }
+    try {
+      const { apiToken } = await busy(createButton, () => api('POST', '/api/api-tokens', { name: tokenName.value.trim() }, { signal }));
+      tokenName.value = '';
+      replace(
+        created,
+        h('p', {}, h('strong', {}, `Token “${apiToken.name}” created. `), 'Copy it now: it is shown only once. Use it as ', h('code', {}, 'Authorization: Bearer <token>'), '.'),
+        copyField('New API token', apiToken.token, { buttonLabel: 'Copy token' }),
+      );
+      created.hidden = false;
+      tokensMsg.ok(`Token “${apiToken.name}” created.`);
+      created.querySelector('input')?.focus();
+      loadTokens();
+    } catch (err) {
+      if (err.name !== 'AbortError') tokensMsg.error(err);
+    }
+  });
+
+  async function loadTokens() {
+    try {
+      const { apiTokens } = await api('GET', '/api/api-tokens', undefined, { signal });
+      replace(
+        tokensEl,
+        table(
+          '!API tokens',
+          [
+            { label: 'Name', cell: (t) => t.name },
+            { label: 'Prefix', cell: (t) => h('code', {}, `${t.prefix}…`) },
+            { label: 'Created', cell: (t) => time(t.createdAt) },
+            { label: 'Last used', cell: (t) => (t.lastUsedAt ? time(t.lastUsedAt) : h('span', { class: 'muted' }, 'Never')) },
+            {
+              label: 'Actions',
+              cell: (t) => {
+                const revoke = h('button', { type: 'button', class: 'danger small', 'aria-label': `Revoke ${t.name}` }, 'Revoke');
+                revoke.addEventListener('click', async () => {
+                  if (!window.confirm(`Revoke the token “${t.name}”? Clients using it stop working at once.`)) return;
+                  try {
+                    await busy(revoke, () => api('DELETE', `/api/api-tokens/${seg(t.id)}`, undefined, { signal }));
+                    tokensMsg.ok(`Token “${t.name}” revoked.`);
+                    loadTokens();
+                  } catch (err) {
+                    if (err.name !== 'AbortError') tokensMsg.error(err);
+                  }
+                });
+                return revoke;
+              },
+            },
+          ],
+          apiTokens,
+          { empty: 'No API tokens yet.' },
+        ),
+      );
+    } catch (err) {
+      if (err.name !== 'AbortError') tokensMsg.error(err);
+    }
+  }
+
+  // ---- billing ----
+  const balanceEl = h('p', { class: 'balance' }, h('span', { class: 'muted' }, 'Loading…'));
+  const ledgerEl = h('div');
+  const billingMsg = messages();
+  async function loadBilling() {
+    try {
+      const { billing } = await api('GET', '/api/billing', undefined, { signal });
+      replace(balanceEl, 'Balance: ', h('strong', { class: 'amount', dataset: { balance: billing.balanceUsd } }, `${billing.balanceUsd} USD`));
+      replace(
+        ledgerEl,
+        table(
+          'Credit ledger',
+          [
+            { label: 'Date', cell: (e) => time(e.at) },
+            { label: 'Entry', cell: (e) => LEDGER_KIND[e.kind] ?? e.kind },
+            { label: 'Amount (USD)', class: 'num', cell: (e) => e.amountUsd },
+            { label: 'Balance after', class: 'num', cell: (e) => e.balanceAfterUsd },
+            { label: 'Model', cell: (e) => e.model ?? '—' },
+            { label: 'Tokens in / out', class: 'num', cell: (e) => (e.inputTokens != null ? `${e.inputTokens} / ${e.outputTokens ?? 0}` : '—') },
+            { label: 'Conversation', cell: (e) => (e.conversationId ? h('a', { href: `#/conversations/${seg(e.conversationId)}` }, `#${e.conversationId}`) : '—') },
+          ],
+          billing.ledger ?? [],
+          { empty: 'No ledger entries.' },
+        ),
+      );
+    } catch (err) {
+      if (err.name !== 'AbortError') {
+        replace(balanceEl);
+        billingMsg.error(err);
+      }
+    }
+  }
+
+  // ---- pipelines ----
+  const pipelinesEl = h('div');
+  const pipelinesMsg = messages();
+  async function loadPipelines() {
+    try {
+      const { pipelines } = await api('GET', '/api/pipelines', undefined, { signal });
+      const sorted = [...pipelines].sort((a, b) => Number(b.isDefault) - Number(a.isDefault));
+      replace(
+        pipelinesEl,
+        sorted.length
+          ? sorted.map((p) =>
+              h(
+                'div',
+                { class: 'pipeline' },
+                h('h3', {}, p.name, p.isDefault ? h('span', { class: 'tag' }, 'Default') : null),
+                h(
+                  'ol',
+                  { class: 'stages', 'aria-label': `${p.name} stages` },
+                  [...p.stages]
+                    .sort((a, b) => a.position - b.position)
+                    .map((s) => h('li', { class: ['stage', s.isWon && 'won', s.isLost && 'lost'] }, s.name, s.isWon ? h('span', { class: 'visually-hidden' }, ' (won)') : null, s.isLost ? h('span', { class: 'visually-hidden' }, ' (lost)') : null)),
+                ),
+              ),
+            )
+          : h('p', { class: 'muted' }, 'No pipelines.'),
+      );
+    } catch (err) {
+      if (err.name !== 'AbortError') pipelinesMsg.error(err);
+    }
+  }
+
+  root.append(
+    h('h1', {}, 'Settings'),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'tokens-title' },
+      h('h2', { id: 'tokens-title' }, 'API tokens'),
+      h('p', { class: 'muted' }, 'Company API tokens let scripts and servers call the API. A token is shown once, when it is created.'),
+      form,
+      created,
+      tokensMsg.el,
+      tokensEl,
+    ),
+    h('section', { class: 'panel', 'aria-labelledby': 'billing-title' }, h('h2', { id: 'billing-title' }, 'Credits'), balanceEl, billingMsg.el, ledgerEl),
+    h('section', { class: 'panel', 'aria-labelledby': 'pipelines-title' }, h('h2', { id: 'pipelines-title' }, 'Pipelines'), pipelinesMsg.el, pipelinesEl),
+  );
+  loadTokens();
+  loadBilling();
+  loadPipelines();
+}
