@@ -74,7 +74,7 @@ function renderList(root, { signal }) {
 
   root.append(
     h('h1', {}, 'Conversations'),
-    h('div', { class: 'row' }, field('Status', status), updated),
+    h('div', { class: 'row filter' }, field('Status', status), updated),
     msg.el,
     h('section', { 'aria-label': 'Conversation list' }, listEl),
   );
