@@ -3,6 +3,7 @@ import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from '../schema/entities.js';
 import { migrations } from '../schema/migrations/index.js';
+import { succeedsWithin } from './deadline.js';
 
 export type { EntityManager };
 export type Orm = MikroORM;
@@ -80,20 +81,6 @@ export async function migrate(orm: Orm): Promise<string[]> {
 }
 
 /** A cheap liveness query with a deadline, for /readyz. */
-export async function pingDatabase(orm: Orm, timeoutMs = 2000): Promise<boolean> {
-  const em = orm.em.fork();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      em.getConnection().execute('select 1'),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-      }),
-    ]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+export function pingDatabase(orm: Orm, timeoutMs = 2000): Promise<boolean> {
+  return succeedsWithin(() => orm.em.fork().getConnection().execute('select 1'), timeoutMs);
 }

@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
+import { succeedsWithin } from './deadline.js';
 
 export type { NatsConnection };
 
@@ -27,20 +28,7 @@ export async function connectNats(url: string, name: string, logger?: Logger): P
 }
 
 /** True when the server answers a round trip within the deadline. */
-export async function pingNats(nc: NatsConnection, timeoutMs = 2000): Promise<boolean> {
-  if (nc.isClosed()) return false;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      nc.rtt(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-      }),
-    ]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+export function pingNats(nc: NatsConnection, timeoutMs = 2000): Promise<boolean> {
+  if (nc.isClosed()) return Promise.resolve(false);
+  return succeedsWithin(() => nc.rtt(), timeoutMs);
 }

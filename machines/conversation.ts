@@ -36,6 +36,26 @@ function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
   return 'model_failed';
 }
 
+type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
+
+function helpdeskCloseParams(event: EventOf<'helpdesk.close_dialog' | 'helpdesk.close_request'>): SessionCloseParams {
+  return {
+    origin: 'helpdesk',
+    event: event.type,
+    at: event.at,
+    requestId: event.requestId,
+    ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
+  };
+}
+
+function helpdeskTransferParams(event: EventOf<'helpdesk.dialog_transferred'>): SessionTransferExternalParams {
+  return { origin: 'helpdesk', requestId: event.requestId, dialogId: event.dialogId ?? null, at: event.at };
+}
+
+function operatorCloseParams(event: EventOf<'operator.close'>): SessionCloseParams {
+  return { origin: 'operator', event: event.type, at: event.at, ...(event.by !== undefined ? { by: event.by } : {}) };
+}
+
 function initialContext(): ConversationContext {
   return {
     requestIds: [],
@@ -119,13 +139,7 @@ export const conversationMachine = setup({
               'recordClosed',
               {
                 type: 'session_close',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  event: event.type,
-                  at: event.at,
-                  requestId: event.requestId,
-                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
-                }),
+                params: ({ event }) => helpdeskCloseParams(event),
               },
             ],
           },
@@ -140,13 +154,7 @@ export const conversationMachine = setup({
               'recordClosed',
               {
                 type: 'session_close',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  event: event.type,
-                  at: event.at,
-                  requestId: event.requestId,
-                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
-                }),
+                params: ({ event }) => helpdeskCloseParams(event),
               },
             ],
           },
@@ -162,12 +170,7 @@ export const conversationMachine = setup({
               'recordTransfer',
               {
                 type: 'session_transfer_external',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  requestId: event.requestId,
-                  dialogId: event.dialogId ?? null,
-                  at: event.at,
-                }),
+                params: ({ event }) => helpdeskTransferParams(event),
               },
             ],
           },
@@ -183,12 +186,7 @@ export const conversationMachine = setup({
             'recordClosed',
             {
               type: 'session_close',
-              params: ({ event }) => ({
-                origin: 'operator',
-                event: event.type,
-                at: event.at,
-                ...(event.by !== undefined ? { by: event.by } : {}),
-              }),
+              params: ({ event }) => operatorCloseParams(event),
             },
           ],
         },
@@ -272,13 +270,7 @@ export const conversationMachine = setup({
               'recordClosed',
               {
                 type: 'session_close',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  event: event.type,
-                  at: event.at,
-                  requestId: event.requestId,
-                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
-                }),
+                params: ({ event }) => helpdeskCloseParams(event),
               },
             ],
           },
@@ -293,13 +285,7 @@ export const conversationMachine = setup({
               'recordClosed',
               {
                 type: 'session_close',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  event: event.type,
-                  at: event.at,
-                  requestId: event.requestId,
-                  ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
-                }),
+                params: ({ event }) => helpdeskCloseParams(event),
               },
             ],
           },
@@ -314,12 +300,7 @@ export const conversationMachine = setup({
               'recordTransfer',
               {
                 type: 'session_transfer_external',
-                params: ({ event }) => ({
-                  origin: 'helpdesk',
-                  requestId: event.requestId,
-                  dialogId: event.dialogId ?? null,
-                  at: event.at,
-                }),
+                params: ({ event }) => helpdeskTransferParams(event),
               },
             ],
           },
@@ -337,12 +318,7 @@ export const conversationMachine = setup({
             'recordClosed',
             {
               type: 'session_close',
-              params: ({ event }) => ({
-                origin: 'operator',
-                event: event.type,
-                at: event.at,
-                ...(event.by !== undefined ? { by: event.by } : {}),
-              }),
+              params: ({ event }) => operatorCloseParams(event),
             },
           ],
         },

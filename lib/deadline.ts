@@ -1,0 +1,14 @@
+/** True when `work` settles successfully within `timeoutMs`; false on failure or timeout. */
+export async function succeedsWithin(work: () => Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([work().then(() => true), deadline]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
