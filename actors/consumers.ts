@@ -34,6 +34,16 @@ export async function ensurePartitionConsumer(jsm: JetStreamManager, names: Stre
     ack_wait: ms(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     max_ack_pending: options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
   };
+  // Messages a previous owner fetched and never acknowledged (it was killed, or lost its lease)
+  // would come back only after ack_wait, behind newer messages of the same conversations:
+  // recreate the consumer so they come first, in stream order. The stream is a work queue
+  // (acknowledged messages are gone), so nothing acknowledged is delivered again.
+  try {
+    const info = await jsm.consumers.info(names.inboundStream, config.durable_name);
+    if (info.num_ack_pending > 0) await jsm.consumers.delete(names.inboundStream, config.durable_name);
+  } catch {
+    /* no such consumer yet */
+  }
   try {
     await jsm.consumers.add(names.inboundStream, config);
   } catch (err) {
@@ -87,7 +97,16 @@ export class PartitionConsumer {
   }
 
   async #run(): Promise<void> {
-    const consumer = await this.#js.consumers.get(this.#names.inboundStream, this.#names.partitionConsumer(this.partition));
+    let consumer: Awaited<ReturnType<JetStreamClient['consumers']['get']>> | null = null;
+    while (!consumer) {
+      if (this.#stopping) return;
+      try {
+        consumer = await this.#js.consumers.get(this.#names.inboundStream, this.#names.partitionConsumer(this.partition));
+      } catch (err) {
+        this.#logger.warn({ err: (err as Error).message }, 'consumer: cannot reach the partition consumer; retrying');
+        await sleep(500);
+      }
+    }
     const limit = Math.max(1, this.#o.maxAckPending - 1);
     while (!this.#stopping) {
       if (this.#inflight.size >= limit) {

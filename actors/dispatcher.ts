@@ -149,7 +149,7 @@ export class OutboxDispatcher {
       const notice: ConversationNotice = {
         type: 'message',
         conversationId: row.conversation_id,
-        message: messageView({ id: msg.id, seq: msg.seq, role: msg.role, kind: msg.kind, text: msg.text, externalId: msg.external_id, replyToId: msg.reply_to_id, delivery: msg.delivery, createdAt: msg.created_at }),
+        message: messageView({ id: msg.id, seq: msg.seq, role: msg.role, kind: msg.kind, text: msg.text, externalId: msg.external_id, replyToId: msg.reply_to_id, delivery: msg.delivery, deliveryError: (msg as MessageRow & { delivery_error?: string | null }).delivery_error ?? null, createdAt: msg.created_at }),
       };
       try {
         this.#deps.nc.publish(this.#deps.names.conversationEvents(row.company_id, row.conversation_id), JSON.stringify(notice));
@@ -188,11 +188,14 @@ export class OutboxDispatcher {
       if (row.kind === 'handoff_notice' && target.status === 'closed') return this.#finish(row, 'cancelled', { error: 'not sent: conversation closed' });
 
       if (target.channel === 'webchat') {
+        // Marked sent first: the gateway holding the visitor's socket reads PostgreSQL when
+        // this push arrives (and a visitor who is away gets it from there on reconnect).
+        await this.#finish(row, 'sent');
         this.#deps.nc.publish(
           this.#deps.names.webchatOutbound(target.integration_id, target.client_id),
           JSON.stringify({ type: 'message', conversationId: row.conversation_id, seq: msg.seq, role: msg.role === 'operator' ? 'operator' : 'agent', text: msg.text, at: new Date(msg.created_at).toISOString() }),
         );
-        return this.#finish(row, 'sent');
+        return;
       }
       if (!target.api_url || !target.api_token_sealed) return this.#finish(row, 'failed', { error: 'the integration has no apiUrl / apiToken' });
       const client = new HelpdeskClient(target.api_url, this.#secrets.open(target.api_token_sealed), this.#o.helpdeskTimeoutMs);

@@ -11,6 +11,7 @@ import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentRunner } from './agents/types.js';
 import { Limiter, sleep } from './limit.js';
 import {
+  chargeModelUsage,
   createConversation,
   findConversationByRef,
   findMessage,
@@ -47,6 +48,15 @@ import {
  *   the JetStream message unacked; its redelivery finds the machine answering and asks the
  *   agent again for the same stored message id: at most one reply row per message (unique
  *   index), so never two replies.
+ * - Cancellation: each answer gets an AbortController (passed to the runner as
+ *   `input.signal`). When a status or operator event applied while the agent thinks leaves
+ *   the machine no longer answering that message, the host aborts it: the model's HTTP
+ *   call is cancelled, nothing is sent and nothing is charged.
+ * - Credit: an answer that carries `usage` (a model call) is debited in the transaction
+ *   that commits it (store.ts chargeModelUsage: one `model_usage` ledger entry keyed by the
+ *   answered message, and companies.balance_usd lowered atomically). An answer that is
+ *   discarded (taken over, cancelled by a pending operator hold, or lost in a crash before
+ *   its commit) is never charged; a re-asked answer is charged once, when it commits.
  */
 export type ItemResult = 'ack' | 'nak';
 
@@ -54,13 +64,20 @@ interface Item {
   env: InboundEnvelope;
   partition: number;
   resolve: (r: ItemResult) => void;
+  /** When its first attempt failed (it is retried in place for RETRY_IN_PLACE_MS). */
+  failingSince?: number;
 }
+
+/** How long a failing envelope is retried at the head of its lane before it is nak'ed (with the lane's later ones). */
+const RETRY_IN_PLACE_MS = 60_000;
 
 interface Lane {
   key: string;
   queue: Item[];
   running: boolean;
   agentTask: Promise<ItemResult> | null;
+  /** The answer being computed, with the switch that cancels it. */
+  inflight: { conversationId: number; messageId: string; controller: AbortController } | null;
 }
 
 export interface HostDeps {
@@ -155,7 +172,7 @@ export class ConversationHost {
       const key = this.#laneKey(env);
       let lane = this.#lanes.get(key);
       if (!lane) {
-        lane = { key, queue: [], running: false, agentTask: null };
+        lane = { key, queue: [], running: false, agentTask: null, inflight: null };
         this.#lanes.set(key, lane);
       }
       lane.queue.push({ env, partition, resolve });
@@ -176,13 +193,24 @@ export class ConversationHost {
   async #runLane(lane: Lane): Promise<void> {
     try {
       while (lane.queue.length > 0) {
-        const item = lane.queue.shift()!;
+        const item = lane.queue[0]!;
         let result: Applied;
         try {
           result = await this.#apply(lane, item);
+          lane.queue.shift();
         } catch (err) {
+          // Retried in place (the consumer keeps its JetStream message alive), so the
+          // conversation's later envelopes cannot overtake it (e.g. during a database outage).
+          item.failingSince ??= Date.now();
+          if (!this.#closed && Date.now() - item.failingSince < RETRY_IN_PLACE_MS) {
+            this.#deps.logger.warn({ err, key: lane.key, idempotencyKey: item.env.idempotencyKey }, 'host: an envelope failed; retrying it in place');
+            await sleep(1000);
+            continue;
+          }
           this.#deps.logger.error({ err, key: lane.key, idempotencyKey: item.env.idempotencyKey }, 'host: giving up on an envelope for now (will be redelivered)');
           result = 'nak';
+          lane.queue.shift();
+          for (const later of lane.queue.splice(0)) later.resolve('nak');
         }
         if (typeof result === 'string') item.resolve(result);
         else void result.wait.then(item.resolve, () => item.resolve('nak'));
@@ -200,9 +228,32 @@ export class ConversationHost {
   async #apply(lane: Lane, item: Item): Promise<Applied> {
     const env = item.env;
     if (env.kind === 'message') return this.#applyMessage(lane, env);
-    if (env.kind === 'operator') return this.#applyOperator(env);
+    if (env.kind === 'operator') return this.#cancelIfTakenOver(lane, await this.#applyOperator(env));
     if (env.status.clientId === null) return this.#routeStatus(item, env);
-    return this.#applyStatus(env, env.status.clientId);
+    return this.#cancelIfTakenOver(lane, await this.#applyStatus(env, env.status.clientId));
+  }
+
+  /**
+   * After a status or operator event was committed: if the lane's agent is still thinking
+   * about a message the machine no longer waits for (a human took over), abort it.
+   */
+  async #cancelIfTakenOver(lane: Lane, result: ItemResult): Promise<ItemResult> {
+    const inflight = lane.inflight;
+    if (!inflight || inflight.controller.signal.aborted) return result;
+    try {
+      const row = await one<{ state: StateValue; message_id: string | null }>(
+        this.#deps.orm.em.fork(),
+        `select state, snapshot->'context'->>'lastCustomerMessageId' as message_id from conversations where id = ?`,
+        [inflight.conversationId],
+      );
+      if (!row || !isAnswering(row.state) || row.message_id !== inflight.messageId) {
+        this.#deps.logger.info({ conversationId: inflight.conversationId, messageId: inflight.messageId }, 'host: a human took over while the agent was thinking; cancelling it');
+        inflight.controller.abort(new Error('taken over'));
+      }
+    } catch (err) {
+      this.#deps.logger.warn({ err }, 'host: could not check whether to cancel the agent (its answer is still checked before it is applied)');
+    }
+    return result;
   }
 
   /** Runs one transaction with retries; publishes its notices after the commit. */
@@ -288,34 +339,41 @@ export class ConversationHost {
     const messageId = conv.snapshot.context.lastCustomerMessageId;
     if (!messageId) return;
     this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: resuming an answer that was in flight');
+    const controller = new AbortController();
+    lane.inflight = { conversationId: conv.id, messageId, controller };
     lane.agentTask = (async () => {
       const msg = await findMessage(this.#deps.orm.em.fork(), messageId);
-      return this.#answer(conv, messageId, msg?.text ?? '');
+      return this.#answer(conv, messageId, msg?.text ?? '', controller.signal);
     })().finally(() => {
       lane.agentTask = null;
+      lane.inflight = null;
       this.#maybeEvict(lane);
     });
   }
 
   #startAnswer(lane: Lane, conv: ConversationRow, messageId: string, text: string): Promise<ItemResult> {
-    const task = this.#answer(conv, messageId, text).finally(() => {
+    const controller = new AbortController();
+    lane.inflight = { conversationId: conv.id, messageId, controller };
+    const task = this.#answer(conv, messageId, text, controller.signal).finally(() => {
       lane.agentTask = null;
+      lane.inflight = null;
       this.#maybeEvict(lane);
     });
     lane.agentTask = task;
     return task;
   }
 
-  async #answer(conv: ConversationRow, messageId: string, text: string): Promise<ItemResult> {
+  async #answer(conv: ConversationRow, messageId: string, text: string, signal: AbortSignal): Promise<ItemResult> {
     let event: AnyEventObject;
     try {
       const agentId = (await one<{ agent_id: number | null }>(this.#deps.orm.em.fork(), 'select agent_id from integrations where id = ?', [conv.integration_id]))?.agent_id ?? null;
       const output = await this.#agents.run(() =>
-        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId }),
+        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, signal }),
       );
       event = { type: 'xstate.done.actor.agent', output };
     } catch (err) {
-      this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent failed; handing off');
+      if (signal.aborted) this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: the agent was cancelled (taken over)');
+      else this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent failed; handing off');
       event = { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
     }
     try {
@@ -336,7 +394,14 @@ export class ConversationHost {
           }
           return step;
         }
-        await this.#step(em, locked, event, step, {});
+        // A reply committed while an operator's pause / close is pending is cancelled, not sent
+        // (#perform): it is not charged either.
+        const hold = locked.hold_requested_at !== null;
+        const applied = await this.#step(em, locked, event, step, {});
+        const usage = (event as { output?: AgentOutput }).output?.usage;
+        if (applied && usage && !hold) {
+          await chargeModelUsage(em, { companyId: locked.company_id, conversationId: locked.id, messageId, ...usage });
+        }
         return step;
       });
       return 'ack';

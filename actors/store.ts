@@ -195,3 +195,40 @@ export async function saveConversation(em: EntityManager, conv: ConversationRow,
 export async function findMessage(em: EntityManager, id: string): Promise<MessageRow | null> {
   return one<MessageRow>(em, `select * from conversation_messages where id = ?`, [id]);
 }
+
+/**
+ * Debits one model call from the company's credit, inside the transaction that commits the
+ * answer it produced: one `model_usage` ledger entry, keyed by the customer message that was
+ * answered (`message_id`, unique per kind: migration 0005), and `companies.balance_usd`
+ * lowered by the same exact amount (numeric arithmetic in PostgreSQL, no floating point).
+ * The balance may go below zero: the tokens were spent. Returns null when that message's
+ * answer was already paid (it cannot be: the caller holds the conversation lock and only
+ * applies an answer the machine is still waiting for; the unique index makes it a proof).
+ */
+export async function chargeModelUsage(
+  em: EntityManager,
+  c: { companyId: number; conversationId: number; messageId: string; model: string; inputTokens: number; outputTokens: number; costUsd: string },
+): Promise<{ ledgerId: string; amountUsd: string; balanceAfterUsd: string } | null> {
+  if (await one(em, `select 1 from credit_ledger where kind = 'model_usage' and message_id = ?::bigint`, [c.messageId])) return null;
+  const company = await one<{ balance_usd: string }>(em, `update companies set balance_usd = balance_usd - ?::numeric where id = ? returning balance_usd::text`, [c.costUsd, c.companyId]);
+  if (!company) throw new Error(`company ${c.companyId} not found`);
+  const entry = await one<{ id: string; amount_usd: string }>(
+    em,
+    `insert into credit_ledger (company_id, kind, amount_usd, balance_after_usd, input_tokens, output_tokens, model, conversation_id, message_id)
+     values (?, 'model_usage', -(?::numeric), ?::numeric, ?, ?, ?, ?, ?::bigint) returning id::text, amount_usd::text`,
+    [c.companyId, c.costUsd, company.balance_usd, c.inputTokens, c.outputTokens, c.model, c.conversationId, c.messageId],
+  );
+  return { ledgerId: entry!.id, amountUsd: entry!.amount_usd, balanceAfterUsd: company.balance_usd };
+}
+
+/** The conversation's messages before `beforeMessageId`, oldest first (at most `limit`); replies never delivered are left out. */
+export async function recentMessages(em: EntityManager, conversationId: number, beforeMessageId: string, limit: number): Promise<{ role: string; text: string }[]> {
+  const found = await rows<{ role: string; text: string }>(
+    em,
+    `select role, text from conversation_messages
+     where conversation_id = ? and id < ?::bigint and coalesce(delivery, 'sent') not in ('cancelled', 'failed')
+     order by seq desc limit ?`,
+    [conversationId, beforeMessageId, limit],
+  );
+  return found.reverse();
+}

@@ -6,7 +6,8 @@ import type { Orm } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import { ensureStreams, streamNames } from '../lib/streams.js';
-import { createBuiltinAgent } from './agents/builtin.js';
+import { SecretBox } from '../lib/secrets.js';
+import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import type { AgentRunner } from './agents/types.js';
 import { ensurePartitionConsumer, PartitionConsumer, type ConsumerOptions } from './consumers.js';
 import { OutboxDispatcher, type DispatcherOptions } from './dispatcher.js';
@@ -18,6 +19,8 @@ export interface WorkerOptions {
   consumer?: ConsumerOptions;
   dispatcher?: DispatcherOptions;
   host?: HostOptions;
+  /** Timeouts, retries, caching and prompt budget of the default agent runner. */
+  agentRunner?: AgentRunnerOptions;
 }
 
 export interface WorkerDeps {
@@ -25,7 +28,7 @@ export interface WorkerDeps {
   orm: Orm;
   nc: NatsConnection;
   logger: Logger;
-  /** The agent answering customer messages; default: the built-in knowledge-base agent. */
+  /** The agent answering customer messages; default: the per-agent runner (builtin or OpenAI-compatible model). */
   agent?: AgentRunner;
   /** Unique per process; default derived from host name, pid and randomness. */
   workerId?: string;
@@ -54,8 +57,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const names = streamNames(config.natsPrefix);
   const jsm = await ensureStreams(nc, names);
   const js = jetstream(nc);
-  const agent = deps.agent ?? createBuiltinAgent(orm);
   const options = deps.options ?? {};
+  const agent = deps.agent ?? createAgentRunner({ orm, secrets: new SecretBox(config.secretsKeys), logger }, options.agentRunner);
 
   const consumers = new Map<number, PartitionConsumer>();
   let leases: PartitionLeases;

@@ -20,6 +20,8 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { webhookIngress } from './webhook/ingress.js';
+import { WebchatServer, type WebchatOptions } from './webchat/server.js';
+import { widgetRoutes } from './webchat/widget-route.js';
 import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
 
 export interface GatewayDeps {
@@ -29,6 +31,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** Injectable clock (ms since epoch) for token expiry and rate limits. */
   now?: () => number;
+  /** Webchat socket limits and timings (tests shorten them). */
+  webchat?: WebchatOptions;
 }
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
@@ -36,6 +40,13 @@ const JSON_BODY_LIMIT = '1mb';
 
 /** What an app holds beyond its routes (subscriptions), released by closeGatewayApp. */
 const appClosers = new WeakMap<Express, (() => void | Promise<void>)[]>();
+
+/** The webchat socket server of an app; gateway/server.ts routes its HTTP server's upgrades to it. */
+const appWebchat = new WeakMap<Express, WebchatServer>();
+
+export function webchatOf(app: Express): WebchatServer | undefined {
+  return appWebchat.get(app);
+}
 
 export async function closeGatewayApp(app: Express): Promise<void> {
   for (const close of appClosers.get(app) ?? []) await close();
@@ -65,8 +76,12 @@ export function createGatewayApp(deps: GatewayDeps): Express {
 
   // Before any body parser: webhooks hash their raw bytes as they arrive.
   const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now });
-  appClosers.set(app, [webhooks.close]);
+  // The webchat socket checks integrations through the same cache (and its NATS invalidation).
+  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, now, options: deps.webchat });
+  appWebchat.set(app, webchat);
+  appClosers.set(app, [() => webchat.close(), webhooks.close]);
   app.use('/api/webhook', webhooks.router);
+  app.use(widgetRoutes());
 
   app.use('/api/knowledge-bases', knowledgeBodyParser); // documents up to ~1 MB need a little more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));

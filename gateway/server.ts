@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { streamNames, ensureStreams } from '../lib/streams.js';
-import { closeGatewayApp, createGatewayApp, type GatewayDeps } from './app.js';
+import { closeGatewayApp, createGatewayApp, webchatOf, type GatewayDeps } from './app.js';
 
 export interface RunningGateway {
   server: Server;
@@ -22,6 +22,9 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
   server.headersTimeout = 15_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 65_000;
+  // WebSocket upgrades (the webchat socket); any other upgrade path is refused with 404.
+  const webchat = webchatOf(app);
+  if (webchat) server.on('upgrade', webchat.handleUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(listen.port, listen.host, () => resolve());
@@ -33,6 +36,8 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
     url: `http://${listen.host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        // Upgraded sockets keep the server open: close them first (1001; widgets reconnect elsewhere).
+        void webchat?.close();
         const force = setTimeout(() => server.closeAllConnections(), DEFAULT_DRAIN_MS);
         force.unref();
         server.close(() => {

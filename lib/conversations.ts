@@ -30,6 +30,8 @@ export interface MessageView {
   externalId: string | null;
   replyToId: number | null;
   delivery: string | null;
+  /** Why a reply was not delivered (delivery "failed" or "cancelled"), else null. */
+  deliveryError: string | null;
   createdAt: string;
 }
 
@@ -90,6 +92,7 @@ export interface MessageLike {
   externalId: string | null;
   replyToId: string | number | null;
   delivery: string | null;
+  deliveryError?: string | null;
   createdAt: Date | string;
 }
 
@@ -103,6 +106,7 @@ export function messageView(m: MessageLike): MessageView {
     externalId: m.externalId,
     replyToId: m.replyToId === null ? null : Number(m.replyToId),
     delivery: m.delivery,
+    deliveryError: m.deliveryError ?? null,
     createdAt: iso(m.createdAt)!,
   };
 }

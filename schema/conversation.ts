@@ -96,9 +96,21 @@ export interface AgentInput {
 
 export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'model_failed';
 
+/**
+ * The language-model call that produced an answer: what the host debits from the company's
+ * credit (one `model_usage` ledger entry) in the transaction that commits the answer.
+ * `costUsd` is an exact decimal string (6 decimals, actors/agents/pricing.ts).
+ */
+export interface ModelUsage {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: string;
+}
+
 export type AgentOutput =
-  | { kind: 'reply'; text: string }
-  | { kind: 'handoff'; reason: HandoffReason; text?: string };
+  | { kind: 'reply'; text: string; usage?: ModelUsage }
+  | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string };
 
 // ---- status / named action params -----------------------------------------
 

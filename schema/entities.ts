@@ -274,6 +274,8 @@ export interface Agent {
   modelApiKeySealed: string | null;
   modelPricing: ModelPricing | null;
   knowledgeBaseId: number | null;
+  /** Sent to the customer whenever the agent hands off; null = the default notice. */
+  handoffMessage: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -293,6 +295,7 @@ export const AgentSchema = new EntitySchema<Agent>({
     modelApiKeySealed: { type: 'text', nullable: true, lazy: true },
     modelPricing: { type: 'json', nullable: true },
     knowledgeBaseId: { type: 'integer', nullable: true },
+    handoffMessage: { type: 'text', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

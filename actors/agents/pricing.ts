@@ -18,8 +18,16 @@ export const DEFAULT_MODEL_PRICING: Readonly<Record<string, ModelPricing>> = Obj
 
 export const FREE: ModelPricing = Object.freeze({ inputUsdPerMTok: '0', outputUsdPerMTok: '0' });
 
+/** A dated snapshot name ("gpt-4o-2024-08-06") is priced like its model ("gpt-4o"). */
+const DATED_SNAPSHOT = /-\d{4}-\d{2}-\d{2}$/;
+
+/** The agent's override, else the table's price for the model (or its dated snapshot), else free. */
 export function pricingFor(model: string, override: ModelPricing | null | undefined): ModelPricing {
-  return override ?? DEFAULT_MODEL_PRICING[model] ?? FREE;
+  if (override) return override;
+  const own = Object.hasOwn(DEFAULT_MODEL_PRICING, model) ? DEFAULT_MODEL_PRICING[model] : undefined;
+  if (own) return own;
+  const base = model.replace(DATED_SNAPSHOT, '');
+  return (base !== model && Object.hasOwn(DEFAULT_MODEL_PRICING, base) ? DEFAULT_MODEL_PRICING[base] : undefined) ?? FREE;
 }
 
 /** Fixed-point scale for prices: 9 decimals, the most the agent schema accepts. */

@@ -15,12 +15,20 @@ export interface AgentInputForRunner {
    * that bills or caches should key on it.
    */
   messageId: string;
+  /**
+   * Aborted by the host when a human takes the conversation over (operator pause / close,
+   * helpdesk transfer / close) while the agent is still thinking. A runner stops its work
+   * (e.g. aborts the model's HTTP call) and throws; its answer would be discarded anyway.
+   */
+  signal?: AbortSignal;
 }
 
 /**
  * What answers a customer message. `{kind:'reply'}` is sent to the customer;
  * `{kind:'handoff', reason}` pauses the conversation for a human (the host sends
  * `text`, or a default notice, to the customer). Throwing counts as `model_failed`.
+ * `usage` (a model call) is debited from the company's credit when, and only when, the
+ * answer is committed (actors/host.ts).
  */
 export interface AgentRunner {
   answer(input: AgentInputForRunner): Promise<AgentOutput>;

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
@@ -19,6 +20,8 @@ interface AgentInput {
   systemPrompt?: string;
   model?: ModelInput;
   knowledgeBaseId?: number | null;
+  /** Told to the customer when the agent hands off; null restores the default. */
+  handoffMessage?: string | null;
 }
 
 const DECIMAL = '^\\d{1,9}(\\.\\d{1,9})?$';
@@ -43,6 +46,7 @@ const agentProperties = {
   systemPrompt: { type: 'string', maxLength: 100_000 },
   model: modelSchema,
   knowledgeBaseId: { type: ['integer', 'null'], minimum: 1 },
+  handoffMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
 };
 const createBody = bodyValidator<AgentInput & { name: string }>({ type: 'object', additionalProperties: false, required: ['name'], properties: agentProperties });
 const patchBody = bodyValidator<AgentInput>({ type: 'object', additionalProperties: false, properties: agentProperties });
@@ -53,6 +57,7 @@ export const agentView = (a: Agent) => ({
   systemPrompt: a.systemPrompt,
   model: { provider: a.modelProvider, name: a.modelName, baseUrl: a.modelBaseUrl, hasApiKey: a.modelApiKeySealed !== null, pricing: a.modelPricing },
   knowledgeBaseId: a.knowledgeBaseId,
+  handoffMessage: a.handoffMessage ?? DEFAULT_HANDOFF_TEXT,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
@@ -98,7 +103,7 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
     const agent = tenant.em.create(AgentSchema, {
       companyId: tenant.companyId, name: body.name.trim(), systemPrompt: body.systemPrompt ?? '', modelProvider: 'builtin',
       modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null,
-      knowledgeBaseId: body.knowledgeBaseId ?? null, createdAt: now, updatedAt: now,
+      knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, createdAt: now, updatedAt: now,
     } as never);
     applyModel(agent, body.model, secrets);
     await tenant.em.flush();
@@ -123,6 +128,7 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
     if (body.name !== undefined) agent.name = body.name.trim();
     if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
     if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
+    if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
     applyModel(agent, body.model, secrets);
     agent.updatedAt = new Date();
     await tenant.em.flush();

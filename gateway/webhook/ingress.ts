@@ -112,6 +112,21 @@ const notFoundConnector = () => new AppError('NOT_FOUND', 'Unknown connector typ
 const notFoundIntegration = () => new AppError('NOT_FOUND', 'Integration not found.');
 const OK_BODY = '{"ok":true}';
 const VERIFIED_BODY = '{"ok":true,"verified":true}';
+/** Deepest nesting of arrays / objects a webhook body may have. */
+export const MAX_JSON_DEPTH = 32;
+
+/** True when `value` nests arrays / objects deeper than `max` (iterative: no recursion on hostile input). */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 const sendJson = (res: Response, body: string) => {
   res.status(200).type('application/json').send(body);
 };
@@ -203,6 +218,10 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
       payload = JSON.parse(body.toString('utf8'));
     } catch {
       throw new AppError('VALIDATION_ERROR', 'The body is not valid JSON.', { details: [{ field: '(body)', message: 'must be valid JSON' }] });
+    }
+    // Helpdesk payloads are shallow; a deeply nested one (e.g. in `attachments`) would overflow the stack when re-serialised.
+    if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
+      throw new AppError('VALIDATION_ERROR', `The body is nested deeper than ${MAX_JSON_DEPTH} levels.`, { details: [{ field: '(body)', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }] });
     }
     const receivedAt = new Date(now()).toISOString();
     const inbound = normalise(payload, body, receivedAt);

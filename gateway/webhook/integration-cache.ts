@@ -20,6 +20,8 @@ export interface CachedIntegration {
   type: IntegrationType;
   active: boolean;
   secrets: WebhookSecrets;
+  /** Webchat: Origins (scheme://host[:port]) allowed to open the socket; empty = any. */
+  allowedOrigins: readonly string[];
 }
 
 export interface IntegrationCacheOptions {
@@ -164,6 +166,7 @@ export class IntegrationCache {
         previous: row.previousSecretSealed ? Buffer.from(box.open(row.previousSecretSealed), 'utf8') : null,
         previousValidUntil: row.previousSecretExpiresAt ? row.previousSecretExpiresAt.getTime() : 0,
       },
+      allowedOrigins: Object.freeze(Array.isArray(row.allowedOrigins) ? row.allowedOrigins.filter((o): o is string => typeof o === 'string') : []),
     };
   }
 }

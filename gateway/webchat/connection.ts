@@ -1,0 +1,493 @@
+import { randomUUID } from 'node:crypto';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Subscription } from '@nats-io/transport-node';
+import { WebSocket, type RawData } from 'ws';
+import type { ConversationNotice } from '../../lib/conversations.js';
+import type { Orm } from '../../lib/db.js';
+import type { Logger } from '../../lib/logger.js';
+import type { NatsConnection } from '../../lib/nats.js';
+import { partitionOf, type StreamNames } from '../../lib/streams.js';
+import type { ConversationStatus } from '../../schema/conversation.js';
+import type { InboundEnvelope } from '../../schema/envelope.js';
+import type { IntegrationCache } from '../webhook/integration-cache.js';
+import { FrameError, parseClientFrame, type ClientFrame, type ServerFrame, type WebchatErrorCode } from './frames.js';
+import { ensureOpenSession, findOpenSession, findStoredCustomerMessage, messagesAfter, sessionStatus, type StoredMessage } from './sessions.js';
+import type { VisitorTokens } from './visitor-token.js';
+
+/**
+ * One widget socket (one visitor, one browser tab).
+ *
+ * PostgreSQL is the source of truth; NATS only says "look again". What a socket shows is
+ * pumped from `conversation_messages` in seq order behind a per-socket watermark
+ * (`#delivered`: every seq ≤ it was sent or deliberately skipped), so a replay at `hello`
+ * and live pushes that race it can neither duplicate nor skip a message:
+ * - customer messages are deliverable once stored; agent / operator messages once the
+ *   worker's dispatcher marked them `sent` (a `pending` one holds the pump back, so a
+ *   visitor never sees seq N+1 before N is settled; `cancelled` / `failed` are skipped);
+ * - triggers: the visitor's outbound subject `names.webchatOutbound(integrationId,
+ *   visitorId)` (the dispatcher's push of a reply; whichever gateway holds the socket has
+ *   subscribed to it) and the session's notices `names.conversationEvents(companyId,
+ *   conversationId)` (a customer message stored → its `ack`; transitions → `status`).
+ * The visitor's own messages sent on this socket are answered by `ack` and not echoed back
+ * as `message` frames (other tabs of the same visitor get them as `message` frames; a
+ * replay includes them).
+ */
+export interface ConnectionContext {
+  orm: Orm;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  names: StreamNames;
+  partitions: number;
+  tokens: VisitorTokens;
+  cache: IntegrationCache;
+  logger: Logger;
+  now: () => number;
+  limits: ConnectionLimits;
+}
+
+export interface ConnectionLimits {
+  helloTimeoutMs: number;
+  framesPerSecond: number;
+  frameBurst: number;
+  ackRecheckMs: number;
+  stallMs: number;
+  publishTimeoutMs: number;
+  maxBufferedBytes: number;
+}
+
+const PUMP_BATCH = 200;
+const MAX_OWN_IDS = 1000;
+
+export class VisitorConnection {
+  readonly #ws: WebSocket;
+  readonly #ctx: ConnectionContext;
+  readonly #integrationId: number;
+  readonly #companyId: number;
+  readonly #onClose: () => void;
+
+  #visitorId: string | null = null;
+  #visitorToken = '';
+  #conversationId: number | null = null;
+  /** Bumped whenever the socket moves to another session; a pump of an old one stops. */
+  #bindGen = 0;
+  #delivered = 0;
+  /** Outbound messages left `pending` past stallMs: skipped by the pump, sent when their push arrives. */
+  readonly #stalled = new Set<number>();
+  #lastStatus: ConversationStatus = 'active';
+  /** clientMessageId → message frames waiting for their ack. */
+  readonly #pendingAcks = new Map<string, number>();
+  /** clientMessageIds sent on this socket (not echoed back). */
+  readonly #own = new Set<string>();
+  #outSub: Subscription | null = null;
+  #convSub: Subscription | null = null;
+  #chain: Promise<void> = Promise.resolve();
+  #pumping = false;
+  #pumpAgain = false;
+  #bucket: number;
+  #refilledAt: number;
+  #helloTimer: NodeJS.Timeout | null = null;
+  #recheckTimer: NodeJS.Timeout | null = null;
+  #stallTimer: NodeJS.Timeout | null = null;
+  #closed = false;
+  #cleaned = false;
+  /** Heartbeat: set by every pong / frame, cleared by every ping. */
+  alive = true;
+
+  constructor(ws: WebSocket, ctx: ConnectionContext, integration: { id: number; companyId: number }, onClose: () => void) {
+    this.#ws = ws;
+    this.#ctx = ctx;
+    this.#integrationId = integration.id;
+    this.#companyId = integration.companyId;
+    this.#onClose = onClose;
+    this.#bucket = ctx.limits.frameBurst;
+    this.#refilledAt = ctx.now();
+    ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
+    ws.on('pong', () => {
+      this.alive = true;
+    });
+    ws.on('error', (err) => ctx.logger.debug({ err, integrationId: this.#integrationId }, 'webchat: socket error'));
+    ws.on('close', () => this.#cleanup());
+    this.#helloTimer = setTimeout(() => this.close(1008, 'hello expected'), ctx.limits.helloTimeoutMs);
+    this.#helloTimer.unref();
+  }
+
+  get visitorId(): string | null {
+    return this.#visitorId;
+  }
+
+  get conversationId(): number | null {
+    return this.#conversationId;
+  }
+
+  ping(): void {
+    if (!this.alive) {
+      this.#ws.terminate();
+      return;
+    }
+    this.alive = false;
+    try {
+      this.#ws.ping();
+    } catch {
+      this.#ws.terminate();
+    }
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) this.#ws.close(code, reason);
+  }
+
+  terminate(): void {
+    this.#ws.terminate();
+  }
+
+  // ---- frames in -----------------------------------------------------------------------
+
+  #onFrame(data: RawData, isBinary: boolean): void {
+    if (this.#closed) return;
+    this.alive = true;
+    // Token bucket: a sustained flood above framesPerSecond closes the socket.
+    const now = this.#ctx.now();
+    const { framesPerSecond, frameBurst } = this.#ctx.limits;
+    this.#bucket = Math.min(frameBurst, this.#bucket + ((now - this.#refilledAt) / 1000) * framesPerSecond);
+    this.#refilledAt = now;
+    if (this.#bucket < 1) {
+      this.close(1008, 'too many frames');
+      this.#closed = true;
+      return;
+    }
+    this.#bucket -= 1;
+    if (isBinary) return this.#error('INVALID_FRAME', 'Frames must be JSON text.');
+    let frame: ClientFrame;
+    try {
+      frame = parseClientFrame(dataToString(data));
+    } catch (err) {
+      if (err instanceof FrameError) return this.#error(err.code, err.message, err.clientMessageId);
+      throw err;
+    }
+    if (frame.type === 'ping') return this.#send({ type: 'pong' });
+    this.#enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : this.#message(frame as Extract<ClientFrame, { type: 'message' }>)));
+  }
+
+  /** Frames and session switches run one at a time, in order. */
+  #enqueue(work: () => Promise<void>): void {
+    this.#chain = this.#chain
+      .then(() => (this.#closed ? undefined : work()))
+      .catch((err: unknown) => {
+        this.#ctx.logger.error({ err, integrationId: this.#integrationId, visitorId: this.#visitorId }, 'webchat: frame handling failed');
+        this.#error('INTERNAL_ERROR', 'Something went wrong; try again.');
+      });
+  }
+
+  async #hello(frame: Extract<ClientFrame, { type: 'hello' }>): Promise<void> {
+    if (this.#visitorId) return this.#error('ALREADY_WELCOMED', 'hello was already answered on this socket.');
+    if (this.#helloTimer) clearTimeout(this.#helloTimer);
+    this.#helloTimer = null;
+    let visitorId: string | null = null;
+    if (frame.visitorToken !== null) {
+      const claims = await this.#ctx.tokens.verify(frame.visitorToken, this.#integrationId);
+      // Decision: an invalid token (forged, expired, another integration's) never fails the
+      // widget and never reaches anyone's session: an error frame, then a brand-new visitor.
+      if (claims) visitorId = claims.visitorId;
+      else this.#error('INVALID_TOKEN', 'The visitor token is not valid here; starting a new visitor.');
+    }
+    const known = visitorId !== null;
+    visitorId ??= randomUUID();
+    this.#visitorId = visitorId;
+    // Subscribe before reading: nothing committed after the read can be missed.
+    this.#outSub = this.#ctx.nc.subscribe(this.#ctx.names.webchatOutbound(this.#integrationId, visitorId), {
+      callback: (err, msg) => {
+        if (!err) this.#onOutbound(msg.data);
+      },
+    });
+    let session;
+    try {
+      session = await ensureOpenSession(this.#ctx.orm, { companyId: this.#companyId, integrationId: this.#integrationId, visitorId, partitions: this.#ctx.partitions });
+      this.#visitorToken = await this.#ctx.tokens.issue({ visitorId, integrationId: this.#integrationId });
+    } catch (err) {
+      // Not welcomed after all: the client may send hello again.
+      this.#outSub.unsubscribe();
+      this.#outSub = null;
+      this.#visitorId = null;
+      throw err;
+    }
+    let after = known ? frame.lastSeq : 0;
+    // lastSeq counts in another session (a closed one): the open session is all new to the visitor.
+    if ((frame.conversationId !== null && frame.conversationId !== session.id) || after > session.message_seq) after = 0;
+    this.#bind(session.id, after);
+    this.#send({ type: 'welcome', visitorId, visitorToken: this.#visitorToken, conversationId: session.id });
+    await this.#pump();
+  }
+
+  async #message(frame: Extract<ClientFrame, { type: 'message' }>): Promise<void> {
+    const id = frame.clientMessageId;
+    const visitorId = this.#visitorId;
+    if (!visitorId || this.#conversationId === null) return this.#error('HELLO_REQUIRED', 'Send hello first.', id);
+    const integration = await this.#ctx.cache.get(this.#integrationId);
+    if (!integration || integration.type !== 'webchat' || !integration.active) {
+      this.#error('INTEGRATION_INACTIVE', 'This chat is not available.', id);
+      this.close(1008, 'integration inactive');
+      return;
+    }
+    this.#own.add(id);
+    if (this.#own.size > MAX_OWN_IDS) this.#own.delete(this.#own.values().next().value!);
+
+    // A resend of a stored message: answered from PostgreSQL, not queued again.
+    const stored = await findStoredCustomerMessage(this.#ctx.orm, this.#integrationId, visitorId, id);
+    if (stored) {
+      this.#send({ type: 'ack', clientMessageId: id, seq: stored.seq });
+      return;
+    }
+    // The session was closed: the message opens a new one (created here so this socket knows it).
+    const status = await sessionStatus(this.#ctx.orm, this.#conversationId);
+    if (status === 'closed' || status === null) await this.#switchSession(true);
+
+    this.#pendingAcks.set(id, (this.#pendingAcks.get(id) ?? 0) + 1);
+    const receivedAt = new Date(this.#ctx.now()).toISOString();
+    const idempotencyKey = `webchat:${visitorId}:${id}`;
+    const env: InboundEnvelope = {
+      v: 1,
+      kind: 'message',
+      idempotencyKey,
+      companyId: this.#companyId,
+      integrationId: this.#integrationId,
+      channel: 'webchat',
+      receivedAt,
+      message: { messageId: id, text: frame.text, clientId: visitorId, channelId: null, transport: null, requestId: null, dialogId: null, attachments: [], sentAt: receivedAt },
+    };
+    const subject = this.#ctx.names.inboundSubject(partitionOf(this.#integrationId, visitorId, this.#ctx.partitions), this.#companyId);
+    try {
+      await this.#ctx.js.publish(subject, JSON.stringify(env), { msgID: `${this.#integrationId}:${idempotencyKey}`, timeout: this.#ctx.limits.publishTimeoutMs });
+    } catch (err) {
+      this.#ctx.logger.warn({ err, integrationId: this.#integrationId }, 'webchat: JetStream did not take a message');
+      const n = (this.#pendingAcks.get(id) ?? 1) - 1;
+      if (n > 0) this.#pendingAcks.set(id, n);
+      else this.#pendingAcks.delete(id);
+      return this.#error('QUEUE_UNAVAILABLE', 'The message could not be queued; send it again.', id);
+    }
+    this.#armRecheck();
+  }
+
+  // ---- sessions ------------------------------------------------------------------------
+
+  #bind(conversationId: number, after: number): void {
+    this.#bindGen++;
+    this.#convSub?.unsubscribe();
+    this.#conversationId = conversationId;
+    this.#delivered = after;
+    this.#stalled.clear();
+    this.#lastStatus = 'active';
+    this.#convSub = this.#ctx.nc.subscribe(this.#ctx.names.conversationEvents(this.#companyId, conversationId), {
+      callback: (err, msg) => {
+        if (!err) this.#onNotice(msg.data, conversationId);
+      },
+    });
+  }
+
+  /**
+   * The visitor's open session is another one than this socket's (closed here and reopened,
+   * or reopened by the worker or by another tab): a new `welcome`, then that session's
+   * messages from seq 1. `create` opens a session when there is none.
+   */
+  async #switchSession(create: boolean): Promise<void> {
+    const visitorId = this.#visitorId!;
+    const session = create
+      ? await ensureOpenSession(this.#ctx.orm, { companyId: this.#companyId, integrationId: this.#integrationId, visitorId, partitions: this.#ctx.partitions })
+      : await findOpenSession(this.#ctx.orm, this.#integrationId, visitorId);
+    if (!session || session.id === this.#conversationId) return;
+    this.#bind(session.id, 0);
+    this.#send({ type: 'welcome', visitorId, visitorToken: this.#visitorToken, conversationId: session.id });
+    // The visitor's other sockets (other tabs, other gateways) follow.
+    try {
+      this.#ctx.nc.publish(this.#ctx.names.webchatOutbound(this.#integrationId, visitorId), JSON.stringify({ type: 'session', conversationId: session.id }));
+    } catch {
+      /* they find out with the session's first reply */
+    }
+    await this.#pump();
+  }
+
+  // ---- NATS in -------------------------------------------------------------------------
+
+  #onOutbound(data: Uint8Array): void {
+    if (this.#closed) return;
+    let push: { type?: unknown; conversationId?: unknown; seq?: unknown; role?: unknown; text?: unknown; at?: unknown };
+    try {
+      push = JSON.parse(Buffer.from(data).toString('utf8'));
+    } catch {
+      return;
+    }
+    if (typeof push.conversationId !== 'number') return this.#schedulePump();
+    if (push.conversationId !== this.#conversationId) {
+      this.#enqueue(() => this.#switchSession(false));
+      return;
+    }
+    // A reply the pump skipped as stalled has gone out after all: show it now.
+    if (push.type === 'message' && typeof push.seq === 'number' && this.#stalled.delete(push.seq)) {
+      const role = push.role === 'operator' ? 'operator' : 'agent';
+      this.#send({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
+      return;
+    }
+    this.#schedulePump();
+  }
+
+  #onNotice(data: Uint8Array, conversationId: number): void {
+    if (this.#closed || conversationId !== this.#conversationId) return;
+    try {
+      const notice = JSON.parse(Buffer.from(data).toString('utf8')) as ConversationNotice;
+      if (notice.type === 'message' && notice.message.role === 'customer' && notice.message.externalId) this.#ackPending(notice.message.externalId, notice.message.seq);
+      if (notice.type === 'applied') return;
+    } catch {
+      /* a trigger all the same */
+    }
+    this.#schedulePump();
+  }
+
+  #ackPending(clientMessageId: string, seq: number): void {
+    const n = this.#pendingAcks.get(clientMessageId);
+    if (!n) return;
+    this.#pendingAcks.delete(clientMessageId);
+    for (let i = 0; i < n; i++) this.#send({ type: 'ack', clientMessageId, seq });
+  }
+
+  /** Safety net for a lost notice (core NATS is at-most-once): look the pending messages up. */
+  #armRecheck(): void {
+    if (this.#recheckTimer || this.#closed) return;
+    this.#recheckTimer = setTimeout(() => {
+      this.#recheckTimer = null;
+      this.#enqueue(async () => {
+        const visitorId = this.#visitorId;
+        if (!visitorId) return;
+        let moved = false;
+        for (const id of [...this.#pendingAcks.keys()]) {
+          const stored = await findStoredCustomerMessage(this.#ctx.orm, this.#integrationId, visitorId, id);
+          if (!stored) continue;
+          if (stored.conversationId === this.#conversationId) this.#ackPending(id, stored.seq);
+          else moved = true;
+        }
+        // Stored in a session the socket does not follow (the worker reopened one): follow it;
+        // its pump acks the visitor's own messages.
+        if (moved) await this.#switchSession(false);
+        if (this.#pendingAcks.size > 0) this.#armRecheck();
+      });
+    }, this.#ctx.limits.ackRecheckMs);
+    this.#recheckTimer.unref();
+  }
+
+  // ---- the pump ------------------------------------------------------------------------
+
+  #schedulePump(): void {
+    if (this.#closed || this.#conversationId === null) return;
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    void this.#pump();
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        await this.#pumpOnce();
+      } while (this.#pumpAgain && !this.#closed);
+    } catch (err) {
+      if (!this.#closed) {
+        this.#ctx.logger.warn({ err, conversationId: this.#conversationId }, 'webchat: could not read the session; retrying');
+        const retry = setTimeout(() => this.#schedulePump(), 1000);
+        retry.unref();
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  async #pumpOnce(): Promise<void> {
+    const gen = this.#bindGen;
+    const conversationId = this.#conversationId;
+    if (conversationId === null) return;
+    let blockedAt: Date | null = null;
+    for (;;) {
+      const batch = await messagesAfter(this.#ctx.orm, conversationId, this.#delivered, PUMP_BATCH);
+      if (gen !== this.#bindGen || this.#closed) return;
+      for (const m of batch) {
+        const verdict = this.#verdict(m);
+        if (verdict === 'wait') {
+          blockedAt = new Date(m.created_at);
+          break;
+        }
+        if (verdict === 'stalled') this.#stalled.add(m.seq);
+        else if (verdict === 'own') this.#ackPending(m.external_id!, m.seq);
+        else if (verdict === 'send') this.#send({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
+        this.#delivered = m.seq;
+      }
+      if (blockedAt || batch.length < PUMP_BATCH) break;
+    }
+    if (blockedAt) {
+      // Look again once the pending message counts as stalled (its dispatcher may be gone).
+      if (this.#stallTimer) clearTimeout(this.#stallTimer);
+      const wait = Math.max(50, blockedAt.getTime() + this.#ctx.limits.stallMs - Date.now() + 10);
+      this.#stallTimer = setTimeout(() => {
+        this.#stallTimer = null;
+        this.#schedulePump();
+      }, wait);
+      this.#stallTimer.unref();
+    }
+    const status = await sessionStatus(this.#ctx.orm, conversationId);
+    if (gen !== this.#bindGen || this.#closed || !status) return;
+    if (status !== this.#lastStatus) {
+      this.#lastStatus = status;
+      this.#send({ type: 'status', status });
+    }
+  }
+
+  #verdict(m: StoredMessage): 'send' | 'own' | 'skip' | 'wait' | 'stalled' {
+    if (m.role === 'customer') return m.external_id !== null && this.#own.has(m.external_id) ? 'own' : 'send';
+    if (m.role !== 'agent' && m.role !== 'operator') return 'skip';
+    if (m.delivery === 'cancelled' || m.delivery === 'failed') return 'skip';
+    if (m.delivery === 'pending') return Date.now() - new Date(m.created_at).getTime() < this.#ctx.limits.stallMs ? 'wait' : 'stalled';
+    return 'send';
+  }
+
+  // ---- frames out ----------------------------------------------------------------------
+
+  #send(frame: ServerFrame): void {
+    if (this.#ws.readyState !== WebSocket.OPEN) return;
+    if (this.#ws.bufferedAmount > this.#ctx.limits.maxBufferedBytes) {
+      // A client that does not read: drop it rather than buffer without bound (it resumes with lastSeq).
+      this.close(1008, 'not reading');
+      return;
+    }
+    this.#ws.send(JSON.stringify(frame));
+  }
+
+  #error(code: WebchatErrorCode, message: string, clientMessageId?: string): void {
+    this.#send(clientMessageId === undefined ? { type: 'error', code, message } : { type: 'error', code, message, clientMessageId });
+  }
+
+  #cleanup(): void {
+    if (this.#cleaned) return;
+    this.#cleaned = true;
+    this.#closed = true;
+    for (const timer of [this.#helloTimer, this.#recheckTimer, this.#stallTimer]) if (timer) clearTimeout(timer);
+    this.#helloTimer = this.#recheckTimer = this.#stallTimer = null;
+    for (const sub of [this.#outSub, this.#convSub]) {
+      try {
+        sub?.unsubscribe();
+      } catch {
+        /* connection closed */
+      }
+    }
+    this.#outSub = this.#convSub = null;
+    this.#onClose();
+  }
+}
+
+function dataToString(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}

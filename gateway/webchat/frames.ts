@@ -1,0 +1,94 @@
+/**
+ * The webchat socket's frames (contract.md § Webchat): JSON objects `{type, ...}`.
+ *
+ * Client → server: `hello {visitorToken?, lastSeq?, conversationId?}`, `message
+ * {clientMessageId, text}`, `ping`. (`hello.conversationId`, optional, says which session
+ * `lastSeq` counts in: when it is not the visitor's open session, everything of the open
+ * session is replayed.)
+ * Server → client: `welcome {visitorId, visitorToken, conversationId}`, `ack
+ * {clientMessageId, seq}`, `message {seq, role, text, at}`, `status {status}`, `pong`,
+ * `error {code, message}` (an error about one message frame also names its `clientMessageId`).
+ */
+export type ClientFrame =
+  | { type: 'hello'; visitorToken: string | null; lastSeq: number; conversationId: number | null }
+  | { type: 'message'; clientMessageId: string; text: string }
+  | { type: 'ping' };
+
+export type ServerFrame =
+  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number }
+  | { type: 'ack'; clientMessageId: string; seq: number }
+  | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string }
+  | { type: 'status'; status: 'active' | 'paused' | 'closed' }
+  | { type: 'pong' }
+  | { type: 'error'; code: WebchatErrorCode; message: string; clientMessageId?: string };
+
+export type WebchatErrorCode =
+  | 'INVALID_FRAME'
+  | 'UNKNOWN_TYPE'
+  | 'VALIDATION_ERROR'
+  | 'HELLO_REQUIRED'
+  | 'ALREADY_WELCOMED'
+  | 'INVALID_TOKEN'
+  | 'QUEUE_UNAVAILABLE'
+  | 'INTEGRATION_INACTIVE'
+  | 'INTERNAL_ERROR';
+
+export const MAX_TEXT_CHARS = 4096;
+export const MAX_TOKEN_CHARS = 4096;
+const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+export class FrameError extends Error {
+  constructor(
+    readonly code: WebchatErrorCode,
+    message: string,
+    readonly clientMessageId?: string,
+  ) {
+    super(message);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** Parses one text frame; throws FrameError (sent back as an `error` frame) for anything else. */
+export function parseClientFrame(raw: string): ClientFrame {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    throw new FrameError('INVALID_FRAME', 'A frame must be a JSON object.');
+  }
+  if (!isObject(data) || typeof data.type !== 'string') throw new FrameError('INVALID_FRAME', 'A frame must be a JSON object with a string "type".');
+  switch (data.type) {
+    case 'hello': {
+      const bad: string[] = [];
+      const token = data.visitorToken;
+      if (token !== undefined && token !== null && (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_CHARS)) bad.push('visitorToken must be a string');
+      if (data.lastSeq !== undefined && data.lastSeq !== null && !isSeq(data.lastSeq)) bad.push('lastSeq must be a non-negative integer');
+      const conv = data.conversationId;
+      if (conv !== undefined && conv !== null && !(isSeq(conv) && conv > 0)) bad.push('conversationId must be a positive integer');
+      if (bad.length) throw new FrameError('VALIDATION_ERROR', `Invalid hello: ${bad.join('; ')}.`);
+      return {
+        type: 'hello',
+        visitorToken: typeof token === 'string' ? token : null,
+        lastSeq: isSeq(data.lastSeq) ? data.lastSeq : 0,
+        conversationId: typeof conv === 'number' ? conv : null,
+      };
+    }
+    case 'message': {
+      const id = data.clientMessageId;
+      const idOk = typeof id === 'string' && CLIENT_MESSAGE_ID.test(id);
+      const bad: string[] = [];
+      if (!idOk) bad.push('clientMessageId must be 1-100 characters of A-Z a-z 0-9 _ . : -');
+      const text = data.text;
+      if (typeof text !== 'string' || !/\S/.test(text)) bad.push('text must be a non-empty string');
+      else if (text.length > MAX_TEXT_CHARS) bad.push(`text must be at most ${MAX_TEXT_CHARS} characters`);
+      if (bad.length) throw new FrameError('VALIDATION_ERROR', `Invalid message: ${bad.join('; ')}.`, idOk ? id : undefined);
+      return { type: 'message', clientMessageId: id as string, text: text as string };
+    }
+    case 'ping':
+      return { type: 'ping' };
+    default:
+      throw new FrameError('UNKNOWN_TYPE', `Unknown frame type ${JSON.stringify(data.type.slice(0, 40))}; expected hello, message or ping.`);
+  }
+}

@@ -1,0 +1,318 @@
+import { SignJWT } from 'jose';
+import t from 'tap';
+import { signUp, startTestService } from '../support/service.js';
+import { dropStreamAtEnd, startPeerGateway } from '../support/webhooks.js';
+import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createWebchatIntegration, openChat, startWebchatGateway, UpgradeRefused, type ChatClient } from '../support/webchat.js';
+
+const svc = await startTestService(t, 'webchat', { env: { PARTITIONS: '4' } });
+dropStreamAtEnd(t, svc);
+const user = await signUp(svc.api, 'Webchat Co');
+const chat = await createWebchatIntegration(svc.api, user.token);
+const agent = echoAgent({ delayMs: (text) => (text.startsWith('slow') ? 250 : 0) });
+const worker = await startTestWorker(t, svc, { agent, workerId: 'webchat-1' });
+await waitForPartitions([worker], 4);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A connected, welcomed visitor. */
+async function visitor(tt: Parameters<typeof openChat>[0], hello: Record<string, unknown> = {}, url = svc.url, integrationId = chat.id) {
+  const c = await openChat(tt, url, integrationId);
+  const welcome = await c.hello(hello);
+  return { c, welcome };
+}
+
+async function say(c: ChatClient, clientMessageId: string, text: string) {
+  c.send({ type: 'message', clientMessageId, text });
+  const ack = await c.next('ack');
+  return ack;
+}
+
+t.test('hello, welcome, message, ack, the agent reply', async (t) => {
+  const { c, welcome } = await visitor(t);
+  t.match(welcome, { type: 'welcome', visitorId: UUID, visitorToken: String, conversationId: Number });
+  const [conv] = await sql(svc.orm, 'select * from conversations where id = ?', [welcome.conversationId]);
+  t.match(conv, { channel: 'webchat', client_id: welcome.visitorId, status: 'active', integration_id: chat.id, company_id: chat.companyId }, 'the session is created at hello');
+
+  c.send({ type: 'ping' });
+  t.same(await c.next(), { type: 'pong' });
+
+  c.send({ type: 'message', clientMessageId: 'm-1', text: 'hello there' });
+  t.same(await c.next(), { type: 'ack', clientMessageId: 'm-1', seq: 1 }, 'ack once stored, with its seq');
+  const reply = await c.next();
+  t.match(reply, { type: 'message', seq: 2, role: 'agent', text: 'echo: hello there' });
+  t.ok(!Number.isNaN(Date.parse(reply.at)), 'at is a timestamp');
+  t.same(Object.keys(reply).sort(), ['at', 'role', 'seq', 'text', 'type']);
+  t.same(await c.drain(300), [], 'the own message is not echoed back');
+
+  const [receipt] = await sql(svc.orm, 'select * from inbound_receipts where integration_id = ? and idempotency_key = ?', [chat.id, `webchat:${welcome.visitorId}:m-1`]);
+  t.equal(receipt?.conversation_id, welcome.conversationId, 'processed through the engine with the clientMessageId as idempotency key');
+  const msgs = await sql(svc.orm, 'select seq, role, external_id, delivery from conversation_messages where conversation_id = ? order by seq', [welcome.conversationId]);
+  t.same(msgs, [
+    { seq: 1, role: 'customer', external_id: 'm-1', delivery: null },
+    { seq: 2, role: 'agent', external_id: null, delivery: 'sent' },
+  ]);
+
+  const again = await visitor(t, { visitorToken: welcome.visitorToken });
+  t.equal(again.welcome.visitorId, welcome.visitorId, 'the token resumes the same visitor');
+  t.equal(again.welcome.conversationId, welcome.conversationId, 'and the same open session');
+  t.same((await again.c.drain(500)).map((f) => [f.seq, f.role, f.text]), [[1, 'customer', 'hello there'], [2, 'agent', 'echo: hello there']], 'no lastSeq: the whole session is replayed');
+});
+
+t.test('resume: what an operator wrote while the visitor was away, exactly once', async (t) => {
+  const { c, welcome } = await visitor(t);
+  await say(c, 'r-1', 'first');
+  t.match(await c.next('message'), { seq: 2, role: 'agent' });
+  await c.close();
+
+  for (const text of ['an operator here', 'still there?']) {
+    const res = await svc.api('POST', `/api/conversations/${welcome.conversationId}/messages`, { token: user.token, body: { text } });
+    t.equal(res.status, 200);
+  }
+  await eventually(async () => (await sql(svc.orm, `select 1 from conversation_messages where conversation_id = ? and role = 'operator' and delivery = 'sent'`, [welcome.conversationId])).length === 2);
+
+  const back = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 2, conversationId: welcome.conversationId });
+  t.equal(back.welcome.conversationId, welcome.conversationId);
+  t.same(
+    (await back.c.drain(600)).map((f) => [f.type, f.seq, f.role, f.text]),
+    [['message', 3, 'operator', 'an operator here'], ['message', 4, 'operator', 'still there?']],
+    'exactly the missed messages, in order, once',
+  );
+
+  // Live: an operator reply reaches the open socket.
+  await svc.api('POST', `/api/conversations/${welcome.conversationId}/messages`, { token: user.token, body: { text: 'live one' } });
+  t.match(await back.c.next(), { type: 'message', seq: 5, role: 'operator', text: 'live one' });
+
+  // Status frames: pause, resume, close; then a message opens a new session.
+  t.equal((await svc.api('POST', `/api/conversations/${welcome.conversationId}/pause`, { token: user.token })).status, 200);
+  t.same(await back.c.next(), { type: 'status', status: 'paused' });
+  await say(back.c, 'r-2', 'anyone?');
+  t.same(await back.c.drain(500), [], 'paused: stored, no bot reply');
+  t.equal((await svc.api('POST', `/api/conversations/${welcome.conversationId}/resume`, { token: user.token })).status, 200);
+  t.same(await back.c.next(), { type: 'status', status: 'active' });
+  t.equal((await svc.api('POST', `/api/conversations/${welcome.conversationId}/close`, { token: user.token })).status, 200);
+  t.same(await back.c.next(), { type: 'status', status: 'closed' });
+
+  back.c.send({ type: 'message', clientMessageId: 'r-3', text: 'new question' });
+  const rewelcome = await back.c.next();
+  t.match(rewelcome, { type: 'welcome', visitorId: welcome.visitorId, conversationId: Number }, 'a new session is announced');
+  t.not(rewelcome.conversationId, welcome.conversationId);
+  t.same(await back.c.next(), { type: 'ack', clientMessageId: 'r-3', seq: 1 }, 'seqs start again in the new session');
+  t.match(await back.c.next(), { type: 'message', seq: 2, role: 'agent', text: 'echo: new question' });
+
+  // A lastSeq of the closed session does not hide the new session's messages.
+  const later = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 6, conversationId: welcome.conversationId });
+  t.equal(later.welcome.conversationId, rewelcome.conversationId);
+  t.same((await later.c.drain(500)).map((f) => f.seq), [1, 2]);
+  // A paused session is announced after the replay.
+  await svc.api('POST', `/api/conversations/${rewelcome.conversationId}/pause`, { token: user.token });
+  const paused = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 2 });
+  t.same(await paused.c.drain(500), [{ type: 'status', status: 'paused' }]);
+});
+
+t.test('two tabs: a replay racing live messages neither duplicates nor skips', async (t) => {
+  const { c: a, welcome } = await visitor(t);
+  for (let i = 1; i <= 5; i++) {
+    a.send({ type: 'message', clientMessageId: `tab-${i}`, text: `slow q${i}` });
+  }
+  // Tab B joins while A's messages and their (slow) replies are being processed.
+  await a.next('ack');
+  const b = await visitor(t, { visitorToken: welcome.visitorToken });
+  t.ok(b.c.frames.length < 10 || (await sql(svc.orm, 'select message_seq from conversations where id = ?', [welcome.conversationId]))[0].message_seq < 10, 'B joined mid-stream');
+  await eventually(async () => b.c.frames.filter((f) => f.type === 'message').length >= 10 || null, 15_000, 'tab B sees all ten messages');
+  await b.c.drain(400);
+  const seqs = b.c.frames.filter((f) => f.type === 'message').map((f) => f.seq);
+  t.same(seqs, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'every seq once, in order');
+  const texts = b.c.frames.filter((f) => f.type === 'message').map((f) => `${f.role}:${f.text}`);
+  t.same(texts.filter((x) => x.startsWith('customer:')), ['customer:slow q1', 'customer:slow q2', 'customer:slow q3', 'customer:slow q4', 'customer:slow q5']);
+  const acks = a.frames.filter((f) => f.type === 'ack').map((f) => f.clientMessageId);
+  t.same(acks.sort(), ['tab-1', 'tab-2', 'tab-3', 'tab-4', 'tab-5']);
+  t.same(a.frames.filter((f) => f.type === 'message').map((f) => f.role), ['agent', 'agent', 'agent', 'agent', 'agent'], 'tab A: replies only, its own messages were acked');
+});
+
+t.test('a socket on another gateway process gets the reply and operator messages', async (t) => {
+  const peer = await startPeerGateway(t, svc);
+  const { c, welcome } = await visitor(t, {}, peer.url);
+  t.same(await say(c, 'p-1', 'from the peer'), { type: 'ack', clientMessageId: 'p-1', seq: 1 });
+  t.match(await c.next(), { type: 'message', seq: 2, role: 'agent', text: 'echo: from the peer' });
+  const res = await svc.api('POST', `/api/conversations/${welcome.conversationId}/messages`, { token: user.token, body: { text: 'written on the first gateway' } });
+  t.equal(res.status, 200);
+  t.match(await c.next(), { type: 'message', seq: 3, role: 'operator', text: 'written on the first gateway' });
+});
+
+t.test('bad frames get an error frame; the socket stays usable', async (t) => {
+  const c = await openChat(t, svc.url, chat.id);
+  c.send({ type: 'message', clientMessageId: 'early', text: 'hi' });
+  t.match(await c.next(), { type: 'error', code: 'HELLO_REQUIRED', message: String, clientMessageId: 'early' });
+  c.send('this is not json');
+  t.match(await c.next(), { type: 'error', code: 'INVALID_FRAME', message: String });
+  c.send('[1,2]');
+  t.match(await c.next(), { type: 'error', code: 'INVALID_FRAME' });
+  c.send({ type: 'shout' });
+  t.match(await c.next(), { type: 'error', code: 'UNKNOWN_TYPE' });
+  c.send({ type: 'hello', lastSeq: -1 });
+  t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR' });
+  c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+  t.match(await c.next(), { type: 'error', code: 'INVALID_FRAME' });
+  const welcome = await c.hello();
+  t.match(welcome, { type: 'welcome' });
+  c.send({ type: 'hello' });
+  t.match(await c.next(), { type: 'error', code: 'ALREADY_WELCOMED' });
+  c.send({ type: 'message', text: 'no id' });
+  t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR' });
+  c.send({ type: 'message', clientMessageId: 'x1', text: '   ' });
+  t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR', clientMessageId: 'x1' });
+  c.send({ type: 'message', clientMessageId: 'x2', text: 'y'.repeat(4097) });
+  t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR', clientMessageId: 'x2' });
+  c.send({ type: 'message', clientMessageId: 'x3', text: 'still here' });
+  t.same(await c.next(), { type: 'ack', clientMessageId: 'x3', seq: 1 }, 'still usable');
+  t.match(await c.next(), { type: 'message', role: 'agent', text: 'echo: still here' });
+});
+
+t.test('an oversized frame closes with 1009, a flood with 1008', async (t) => {
+  const big = await openChat(t, svc.url, chat.id);
+  await big.hello();
+  big.send(JSON.stringify({ type: 'message', clientMessageId: 'big', text: 'x'.repeat(64 * 1024) }));
+  t.equal((await big.closed).code, 1009);
+
+  const flood = await openChat(t, svc.url, chat.id);
+  for (let i = 0; i < 200; i++) flood.send({ type: 'ping' });
+  t.equal((await flood.closed).code, 1008);
+
+  // A steady 10 frames per second is fine.
+  const calm = await openChat(t, svc.url, chat.id);
+  for (let i = 0; i < 15; i++) {
+    calm.send({ type: 'ping' });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await calm.drain(100);
+  t.equal(calm.frames.filter((f) => f.type === 'pong').length, 15);
+  t.equal(calm.ws.readyState, calm.ws.OPEN);
+});
+
+t.test('tokens: forged, foreign or API tokens never reach another visitor', async (t) => {
+  const victim = await visitor(t);
+  await say(victim.c, 'secret-1', 'my secret');
+  await victim.c.next('message');
+  const other = await createWebchatIntegration(svc.api, user.token, { name: 'Other site' });
+  const otherCompany = await signUp(svc.api, 'Other Co');
+  const foreign = await createWebchatIntegration(svc.api, otherCompany.token, { name: 'Foreign site' });
+
+  const onOther = await visitor(t, {}, svc.url, other.id);
+  const onForeign = await visitor(t, {}, svc.url, foreign.id);
+  const forged = await new SignJWT({ typ: 'visitor', iid: chat.id })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(victim.welcome.visitorId)
+    .setIssuer('mas')
+    .setAudience('mas-webchat')
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode('not-the-secret-not-the-secret-not-the-secret'));
+  const [header, payload] = victim.welcome.visitorToken.split('.');
+  const tampered = `${header}.${payload}.${'A'.repeat(43)}`;
+  const cases: [string, string][] = [
+    ['garbage', 'garbage'],
+    ['signed with another key', forged],
+    ['a valid signature removed', tampered],
+    ['another integration of the company', onOther.welcome.visitorToken],
+    ['another company', onForeign.welcome.visitorToken],
+    ['a session access token', user.token],
+  ];
+  for (const [what, token] of cases) {
+    const c = await openChat(t, svc.url, chat.id);
+    c.send({ type: 'hello', visitorToken: token, lastSeq: 0 });
+    t.match(await c.next(), { type: 'error', code: 'INVALID_TOKEN' }, `${what}: refused`);
+    const w = await c.next();
+    t.equal(w.type, 'welcome', `${what}: a fresh visitor`);
+    t.not(w.visitorId, victim.welcome.visitorId);
+    t.not(w.conversationId, victim.welcome.conversationId);
+    t.same(await c.drain(200), [], `${what}: nothing of anyone's history`);
+    c.ws.terminate();
+  }
+  // A visitor token is no API credential.
+  const api = await svc.api('GET', '/api/agents', { token: victim.welcome.visitorToken });
+  t.equal(api.status, 401);
+});
+
+t.test('upgrades refused: unknown, not webchat, inactive, wrong Origin, too many sockets', async (t) => {
+  const refused = async (id: number | string, origin?: string) => {
+    try {
+      const c = await openChat(t, svc.url, id, { origin });
+      c.ws.terminate();
+      return 101;
+    } catch (err) {
+      if (err instanceof UpgradeRefused) return err.status;
+      throw err;
+    }
+  };
+  t.equal(await refused(999_999), 404, 'unknown integration');
+  t.equal(await refused('abc'), 404, 'not an id');
+  const helpdesk = await svc.api('POST', '/api/integrations', { token: user.token, body: { type: 'helpdesk', name: 'HD', agentId: chat.agentId } });
+  t.equal(await refused(helpdesk.body.integration.id), 404, 'a helpdesk integration');
+
+  const restricted = await createWebchatIntegration(svc.api, user.token, { name: 'Restricted', allowedOrigins: ['https://shop.example.com'] });
+  t.equal(await refused(restricted.id), 403, 'no Origin');
+  t.equal(await refused(restricted.id, 'https://evil.example.com'), 403, 'another Origin');
+  t.equal(await refused(restricted.id, 'http://shop.example.com'), 403, 'another scheme');
+  t.equal(await refused(restricted.id, 'https://shop.example.com'), 101, 'the allowed Origin');
+  t.equal(await refused(chat.id, 'https://anything.example'), 101, 'no allowedOrigins: any Origin');
+
+  const patched = await svc.api('PATCH', `/api/integrations/${restricted.id}`, { token: user.token, body: { active: false } });
+  t.equal(patched.status, 200);
+  t.equal(await refused(restricted.id, 'https://shop.example.com'), 403, 'inactive');
+
+  const res = await fetch(`${svc.url}/api/webchat/${chat.id}/ws`);
+  t.equal(res.status, 404, 'a plain GET is not an upgrade');
+  await res.arrayBuffer();
+});
+
+t.test('the same clientMessageId twice: one stored message, one reply', async (t) => {
+  const { c, welcome } = await visitor(t);
+  c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
+  c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
+  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
+  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
+  t.match(await c.next('message'), { seq: 2, role: 'agent' });
+  c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
+  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 }, 'a late resend is acked from the database');
+  // And again from another socket of the same visitor (a reload that resends).
+  const again = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 2 });
+  again.c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
+  t.same(await again.c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
+  await new Promise((r) => setTimeout(r, 500));
+  const rows = await sql(svc.orm, 'select role from conversation_messages where conversation_id = ? order by seq', [welcome.conversationId]);
+  t.same(rows.map((r) => r.role), ['customer', 'agent']);
+  t.equal(agent.calls.filter((x) => x.conversationId === welcome.conversationId).length, 1, 'the agent ran once');
+  t.same(await c.drain(100), []);
+});
+
+t.test('GET /widget.js', async (t) => {
+  const res = await fetch(`${svc.url}/widget.js`);
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /javascript/);
+  t.equal(res.headers.get('cross-origin-resource-policy'), 'cross-origin');
+  const body = await res.text();
+  t.match(body, /data-integration-id/);
+  t.notMatch(body, /innerHTML/, 'no HTML sinks');
+  const cached = await fetch(`${svc.url}/widget.js`, { headers: { 'if-none-match': res.headers.get('etag')! } });
+  t.equal(cached.status, 304);
+});
+
+t.test('limits: sockets per integration, heartbeat, hello timeout', async (t) => {
+  const gw = await startWebchatGateway(t, svc, { maxSocketsPerIntegration: 2, heartbeatMs: 200, helloTimeoutMs: 400 });
+  const first = await openChat(t, gw.url, chat.id);
+  const second = await openChat(t, gw.url, chat.id, { autoPong: false });
+  await first.hello();
+  await second.hello();
+  const over = await openChat(t, gw.url, chat.id).catch((err: unknown) => err);
+  t.equal(over instanceof UpgradeRefused && over.status, 503, 'a third socket is refused');
+  const elsewhere = await openChat(t, svc.url, chat.id);
+  t.ok(elsewhere, 'the limit is per gateway process and integration');
+
+  const dead = await second.closed;
+  t.equal(dead.code, 1006, 'a socket that does not answer pings is terminated');
+  await new Promise((r) => setTimeout(r, 600));
+  t.equal(first.ws.readyState, first.ws.OPEN, 'a live one stays');
+  const third = await openChat(t, gw.url, chat.id);
+  t.ok(third, 'a freed slot is taken again');
+  t.equal((await third.closed).code, 1008, 'no hello in time: closed');
+});

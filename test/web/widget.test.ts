@@ -1,0 +1,124 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import t from 'tap';
+import { signUp, startTestService } from '../support/service.js';
+import { dropStreamAtEnd } from '../support/webhooks.js';
+import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createWebchatIntegration, startWebchatGateway } from '../support/webchat.js';
+
+/** The embeddable widget in headless Chromium, on a page of another origin than the gateway. */
+const svc = await startTestService(t, 'widget', { env: { PARTITIONS: '2' } });
+dropStreamAtEnd(t, svc);
+const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'widget-1' });
+await waitForPartitions([worker], 2);
+const user = await signUp(svc.api, 'Shop Co');
+
+// The customer's site: a page that embeds the script.
+let integrationId = 0;
+const site = createServer((req, res) => {
+  if (req.url === '/' || req.url?.startsWith('/?')) {
+    // ?gw=<base URL> embeds the script of another gateway process.
+    const gw = new URL(req.url, 'http://site').searchParams.get('gw') ?? svc.url;
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head>
+<body style="font-family:sans-serif;background:#fafafa"><h1>Our shop</h1><p>Questions? Use the chat.</p>
+<script src="${gw}/widget.js" data-integration-id="${integrationId}" async></script></body></html>`);
+    return;
+  }
+  res.writeHead(404).end();
+});
+await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+t.teardown(() => new Promise<void>((resolve) => site.close(() => resolve())));
+const siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl] })).id;
+
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
+});
+t.teardown(() => browser.close());
+
+t.test('open the launcher, write, see the reply; a reload restores the history', async (t) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(siteUrl);
+
+  const launcher = page.getByRole('button', { name: 'Open chat' });
+  await launcher.click();
+  const dialog = page.getByRole('dialog', { name: 'Chat with us' });
+  await dialog.waitFor();
+  t.equal(await page.getByRole('button', { name: 'Hide chat' }).getAttribute('aria-expanded'), 'true');
+
+  const input = page.getByLabel('Message');
+  await input.fill('Do you ship to Norway?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  const log = page.getByRole('log', { name: 'Conversation' });
+  await log.getByText('echo: Do you ship to Norway?').waitFor({ timeout: 10_000 });
+
+  // Data is text, never markup.
+  await input.fill('<img src=x onerror="window.pwned=1"><b>bold</b>');
+  await input.press('Enter');
+  await log.getByText('echo: <img src=x onerror="window.pwned=1"><b>bold</b>').waitFor({ timeout: 10_000 });
+  t.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'no script ran');
+  t.equal(await page.locator('[data-mas-webchat] img, [data-mas-webchat] b').count(), 0, 'no element was made from data');
+
+  const stored = await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.startsWith('mas-webchat:'))?.[1] ?? null);
+  t.match(JSON.parse(stored!), { visitorToken: String, conversationId: Number }, 'the visitor token is kept in localStorage');
+  await page.screenshot({ path: '/tmp/widget-conversation.png' });
+
+  const texts = async () => (await log.locator('li').allTextContents()).map((s) => s.trim());
+  const before = await texts();
+  t.equal(before.length, 4);
+
+  // Reload: the same visitor, the history replayed from the server.
+  await page.reload();
+  await page.getByRole('button', { name: 'Open chat' }).click();
+  await eventually(async () => (await texts()).length === 4 || null, 10_000, 'history restored');
+  t.same(await texts(), before, 'the same messages, in the same order, once');
+
+  // While the page is open, an operator writes: it arrives live.
+  const { conversationId } = JSON.parse(stored!);
+  const [conv] = await sql(svc.orm, 'select client_id from conversations where id = ?', [conversationId]);
+  t.ok(conv, 'the session exists');
+  const res = await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: user.token, body: { text: 'Hi, Maria here from the shop.' } });
+  t.equal(res.status, 200);
+  await log.getByText('Hi, Maria here from the shop.').waitFor({ timeout: 10_000 });
+  t.match((await texts()).at(-1), /^Operator/);
+  await page.screenshot({ path: '/tmp/widget-after-reload.png' });
+
+  // Escape closes the panel and gives focus back to the launcher.
+  await input.focus();
+  await page.keyboard.press('Escape');
+  t.equal(await dialog.isVisible(), false);
+  t.same(errors, [], 'no page errors');
+  await context.close();
+});
+
+t.test('the gateway restarts: the widget reconnects and resumes without duplicates', async (t) => {
+  const first = await startWebchatGateway(t, svc);
+  const port = first.gateway.port;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${siteUrl}/?gw=${encodeURIComponent(first.url)}`);
+  await page.getByRole('button', { name: 'Open chat' }).click();
+  await page.getByLabel('Message').fill('first');
+  await page.getByRole('button', { name: 'Send' }).click();
+  const log = page.getByRole('log', { name: 'Conversation' });
+  await log.getByText('echo: first').waitFor({ timeout: 10_000 });
+  const { conversationId } = JSON.parse((await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.startsWith('mas-webchat:'))?.[1] ?? 'null'))!);
+
+  // The widget's gateway goes away; an operator writes meanwhile (on another gateway); it comes back.
+  await first.close();
+  const res = await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: user.token, body: { text: 'written while offline' } });
+  t.equal(res.status, 200);
+  await page.getByText('Reconnecting…').or(page.getByText('Connecting…')).first().waitFor({ timeout: 5_000 });
+  await startWebchatGateway(t, svc, {}, port);
+  await log.getByText('written while offline').waitFor({ timeout: 20_000 });
+  const texts = (await log.locator('li').allTextContents()).map((s) => s.trim());
+  t.equal(texts.filter((x) => x.endsWith('written while offline')).length, 1, 'once');
+  t.equal(texts.length, 3);
+  await context.close();
+});

@@ -1,0 +1,392 @@
+/*
+ * The webchat widget. Embed with:
+ *   <script src="https://your-host/widget.js" data-integration-id="7" async></script>
+ * Optional: data-title="Chat with us".
+ *
+ * Dependency-free. Talks to GET /api/webchat/<id>/ws on the host that served this script
+ * (the URL is derived from the script's own src). The visitor token lives in localStorage,
+ * so a reload resumes the same visitor and shows the session's history. Reconnects with
+ * exponential backoff and resumes from the last seq seen. Text only: every piece of data
+ * is put in the page with textContent, never as HTML.
+ */
+(function () {
+  'use strict';
+
+  var script = document.currentScript;
+  if (!script) {
+    var candidates = document.querySelectorAll('script[data-integration-id][src]');
+    script = candidates[candidates.length - 1];
+  }
+  if (!script || !script.src) return;
+  var integrationId = script.getAttribute('data-integration-id') || '';
+  if (!/^[1-9][0-9]{0,9}$/.test(integrationId)) {
+    if (window.console) console.warn('webchat widget: data-integration-id is missing or invalid');
+    return;
+  }
+  var socketUrl = new URL('api/webchat/' + integrationId + '/ws', script.src);
+  socketUrl.protocol = socketUrl.protocol === 'https:' ? 'wss:' : 'ws:';
+  var storageKey = 'mas-webchat:' + socketUrl.href;
+  var title = script.getAttribute('data-title') || 'Chat with us';
+
+  // ---- persisted visitor --------------------------------------------------------------
+  function load() {
+    try {
+      var v = JSON.parse(window.localStorage.getItem(storageKey) || 'null');
+      return v && typeof v === 'object' ? v : {};
+    } catch (e) {
+      return {};
+    }
+  }
+  function save() {
+    try {
+      window.localStorage.setItem(storageKey, JSON.stringify({ visitorToken: state.visitorToken, conversationId: state.conversationId }));
+    } catch (e) {
+      /* private mode: the visitor lasts as long as the page */
+    }
+  }
+  var stored = load();
+  var state = {
+    visitorToken: typeof stored.visitorToken === 'string' ? stored.visitorToken : null,
+    conversationId: typeof stored.conversationId === 'number' ? stored.conversationId : null,
+    // Highest seq of a `message` frame shown (a page load starts at 0: the whole session is replayed).
+    lastSeq: 0,
+    seen: {},
+    pending: [], // [{clientMessageId, text, el}] waiting for their ack
+    ws: null,
+    welcomed: false,
+    attempts: 0,
+    timer: null,
+    open: false,
+    started: false,
+  };
+
+  // ---- DOM ------------------------------------------------------------------------------
+  var host = document.createElement('div');
+  host.setAttribute('data-mas-webchat', integrationId);
+  var root = host.attachShadow ? host.attachShadow({ mode: 'open' }) : host;
+  var style = document.createElement('style');
+  style.textContent = [
+    ':host{all:initial}',
+    '*{box-sizing:border-box;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:14px}',
+    '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483646;border:0;border-radius:28px;padding:14px 20px;background:#1f5fd6;color:#fff;font-weight:600;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25)}',
+    '.launcher:focus-visible,.send:focus-visible,.close:focus-visible{outline:3px solid #f5b301;outline-offset:2px}',
+    '.panel{position:fixed;right:20px;bottom:84px;z-index:2147483647;width:340px;max-width:calc(100vw - 40px);height:460px;max-height:calc(100vh - 110px);display:flex;flex-direction:column;background:#fff;color:#1c1c1c;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.25);overflow:hidden}',
+    '.panel[hidden]{display:none}',
+    '.head{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:#1f5fd6;color:#fff}',
+    '.head h2{margin:0;font-size:15px;font-weight:600}',
+    '.close{border:0;background:transparent;color:#fff;font-size:20px;line-height:1;cursor:pointer;padding:2px 6px}',
+    '.status{padding:6px 14px;font-size:12px;color:#555;background:#f3f5f9}',
+    '.status:empty{display:none}',
+    '.log{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px;margin:0;list-style:none}',
+    '.msg{max-width:80%;padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;line-height:1.35}',
+    '.msg.customer{align-self:flex-end;background:#1f5fd6;color:#fff;border-bottom-right-radius:4px}',
+    '.msg.agent,.msg.operator{align-self:flex-start;background:#eef0f4;color:#1c1c1c;border-bottom-left-radius:4px}',
+    '.msg .who{display:block;font-size:11px;opacity:.75;margin-bottom:2px}',
+    '.msg.sending{opacity:.6}',
+    '.msg.failed{outline:2px solid #c62828}',
+    '.divider{align-self:center;font-size:11px;color:#777}',
+    '.form{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e6eb}',
+    '.input{flex:1;resize:none;border:1px solid #c5cad3;border-radius:8px;padding:8px;min-height:38px;max-height:96px;color:#1c1c1c;background:#fff}',
+    '.send{border:0;border-radius:8px;padding:0 14px;background:#1f5fd6;color:#fff;font-weight:600;cursor:pointer}',
+    '.sr{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}',
+  ].join('\n');
+  root.appendChild(style);
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  var panelId = 'mas-webchat-panel-' + integrationId;
+  var launcher = el('button', 'launcher', 'Chat');
+  launcher.type = 'button';
+  launcher.setAttribute('aria-label', 'Open chat');
+  launcher.setAttribute('aria-expanded', 'false');
+  launcher.setAttribute('aria-controls', panelId);
+
+  var panel = el('section', 'panel');
+  panel.id = panelId;
+  panel.hidden = true;
+  panel.setAttribute('role', 'dialog');
+  panel.setAttribute('aria-label', title);
+  var head = el('div', 'head');
+  var heading = el('h2', '', title);
+  var closeButton = el('button', 'close', '\u00d7');
+  closeButton.type = 'button';
+  closeButton.setAttribute('aria-label', 'Close chat');
+  head.appendChild(heading);
+  head.appendChild(closeButton);
+  var statusLine = el('div', 'status');
+  statusLine.setAttribute('role', 'status');
+  statusLine.setAttribute('aria-live', 'polite');
+  var log = el('ol', 'log');
+  log.setAttribute('role', 'log');
+  log.setAttribute('aria-live', 'polite');
+  log.setAttribute('aria-label', 'Conversation');
+  var form = el('form', 'form');
+  var inputId = 'mas-webchat-input-' + integrationId;
+  var label = el('label', 'sr', 'Message');
+  label.htmlFor = inputId;
+  var input = el('textarea', 'input');
+  input.id = inputId;
+  input.rows = 1;
+  input.maxLength = 4096;
+  input.placeholder = 'Write a message\u2026';
+  var sendButton = el('button', 'send', 'Send');
+  sendButton.type = 'submit';
+  form.appendChild(label);
+  form.appendChild(input);
+  form.appendChild(sendButton);
+  panel.appendChild(head);
+  panel.appendChild(statusLine);
+  panel.appendChild(log);
+  panel.appendChild(form);
+  root.appendChild(launcher);
+  root.appendChild(panel);
+
+  function mount() {
+    (document.body || document.documentElement).appendChild(host);
+  }
+  if (document.body) mount();
+  else document.addEventListener('DOMContentLoaded', mount);
+
+  var ROLE_NAMES = { customer: 'You', agent: 'Assistant', operator: 'Operator' };
+  var STATUS_TEXT = {
+    active: '',
+    paused: 'A colleague will answer you here shortly.',
+    closed: 'This conversation was closed. Write to start a new one.',
+  };
+
+  function setStatus(text) {
+    statusLine.textContent = text;
+  }
+
+  function bubble(role, text) {
+    var li = el('li', 'msg ' + (ROLE_NAMES[role] ? role : 'agent'));
+    li.appendChild(el('span', 'who', ROLE_NAMES[role] || 'Assistant'));
+    li.appendChild(document.createTextNode(text));
+    return li;
+  }
+
+  function scrollDown() {
+    log.scrollTop = log.scrollHeight;
+  }
+
+  /** Places a stored message by seq (before unsent ones and any later seq). */
+  function insert(li, seq) {
+    li.setAttribute('data-seq', String(seq));
+    var children = log.children;
+    for (var i = 0; i < children.length; i++) {
+      var c = children[i];
+      var s = c.getAttribute('data-seq');
+      if (c.classList.contains('sending') || (s !== null && Number(s) > seq)) {
+        log.insertBefore(li, c);
+        return;
+      }
+    }
+    log.appendChild(li);
+  }
+
+  function clearHistory() {
+    state.seen = {};
+    state.lastSeq = 0;
+    while (log.firstChild) log.removeChild(log.firstChild);
+    for (var i = 0; i < state.pending.length; i++) log.appendChild(state.pending[i].el);
+  }
+
+  // ---- the socket ---------------------------------------------------------------------
+  function send(frame) {
+    if (state.ws && state.ws.readyState === 1) {
+      state.ws.send(JSON.stringify(frame));
+      return true;
+    }
+    return false;
+  }
+
+  function connect() {
+    if (state.ws) return;
+    state.started = true;
+    clearTimeout(state.timer);
+    var ws;
+    try {
+      ws = new WebSocket(socketUrl.href);
+    } catch (e) {
+      return retry();
+    }
+    state.ws = ws;
+    state.welcomed = false;
+    ws.onopen = function () {
+      var hello = { type: 'hello', lastSeq: state.lastSeq };
+      if (state.visitorToken) hello.visitorToken = state.visitorToken;
+      if (state.conversationId) hello.conversationId = state.conversationId;
+      ws.send(JSON.stringify(hello));
+    };
+    ws.onmessage = function (event) {
+      var frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch (e) {
+        return;
+      }
+      if (frame && typeof frame.type === 'string') onFrame(frame);
+    };
+    ws.onclose = function () {
+      if (state.ws !== ws) return;
+      state.ws = null;
+      state.welcomed = false;
+      retry();
+    };
+    ws.onerror = function () {
+      /* onclose follows */
+    };
+  }
+
+  function retry() {
+    state.attempts++;
+    // 0.5 s, 1 s, 2 s, ... capped at 30 s, with jitter so a restarted server is not stampeded.
+    var delay = Math.min(30000, 500 * Math.pow(2, Math.min(state.attempts - 1, 6)));
+    delay = delay / 2 + Math.random() * (delay / 2);
+    setStatus(state.attempts > 1 ? 'Reconnecting\u2026' : 'Connecting\u2026');
+    clearTimeout(state.timer);
+    state.timer = setTimeout(connect, delay);
+  }
+
+  function onFrame(f) {
+    switch (f.type) {
+      case 'welcome':
+        if (state.conversationId !== null && f.conversationId !== state.conversationId) {
+          // Another session (the previous one was closed): its seqs start again at 1.
+          state.seen = {};
+          state.lastSeq = 0;
+          var divider = el('li', 'divider', 'New conversation');
+          log.appendChild(divider);
+        }
+        state.visitorToken = f.visitorToken;
+        state.conversationId = f.conversationId;
+        state.welcomed = true;
+        state.attempts = 0;
+        save();
+        setStatus('');
+        // Unacknowledged messages go again with the same clientMessageId (never stored twice).
+        for (var i = 0; i < state.pending.length; i++) {
+          send({ type: 'message', clientMessageId: state.pending[i].clientMessageId, text: state.pending[i].text });
+        }
+        break;
+      case 'message':
+        if (typeof f.seq !== 'number' || state.seen[f.seq]) return;
+        state.seen[f.seq] = true;
+        if (f.seq > state.lastSeq) state.lastSeq = f.seq;
+        insert(bubble(f.role, String(f.text)), f.seq);
+        scrollDown();
+        break;
+      case 'ack':
+        for (var j = 0; j < state.pending.length; j++) {
+          var p = state.pending[j];
+          if (p.clientMessageId !== f.clientMessageId) continue;
+          state.pending.splice(j, 1);
+          p.el.classList.remove('sending', 'failed');
+          if (state.seen[f.seq]) {
+            // Already shown (replayed before the ack came): keep one copy.
+            if (p.el.parentNode) p.el.parentNode.removeChild(p.el);
+          } else {
+            state.seen[f.seq] = true;
+            if (p.el.parentNode) p.el.parentNode.removeChild(p.el);
+            insert(p.el, f.seq);
+          }
+          break;
+        }
+        break;
+      case 'status':
+        setStatus(STATUS_TEXT[f.status] || '');
+        break;
+      case 'error':
+        if (f.code === 'INVALID_TOKEN') {
+          // The stored visitor is not valid here: a new visitor follows (welcome).
+          state.visitorToken = null;
+          state.conversationId = null;
+          clearHistory();
+        } else if (f.clientMessageId && f.code === 'VALIDATION_ERROR') {
+          for (var k = 0; k < state.pending.length; k++) {
+            if (state.pending[k].clientMessageId === f.clientMessageId) {
+              state.pending[k].el.classList.remove('sending');
+              state.pending[k].el.classList.add('failed');
+              state.pending[k].el.setAttribute('title', 'Not sent');
+              state.pending.splice(k, 1);
+              break;
+            }
+          }
+        } else if (f.clientMessageId && f.code === 'QUEUE_UNAVAILABLE') {
+          var retryId = f.clientMessageId;
+          setTimeout(function () {
+            for (var m = 0; m < state.pending.length; m++) {
+              if (state.pending[m].clientMessageId === retryId) send({ type: 'message', clientMessageId: retryId, text: state.pending[m].text });
+            }
+          }, 2000);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  function newId() {
+    if (window.crypto && typeof window.crypto.randomUUID === 'function') return window.crypto.randomUUID();
+    var a = new Uint32Array(4);
+    window.crypto.getRandomValues(a);
+    return Array.prototype.map.call(a, function (n) { return n.toString(16); }).join('-');
+  }
+
+  // ---- interaction --------------------------------------------------------------------
+  function setOpen(open) {
+    state.open = open;
+    panel.hidden = !open;
+    launcher.setAttribute('aria-expanded', open ? 'true' : 'false');
+    launcher.setAttribute('aria-label', open ? 'Hide chat' : 'Open chat');
+    if (open) {
+      if (!state.started) connect();
+      input.focus();
+      scrollDown();
+    } else launcher.focus();
+  }
+
+  launcher.addEventListener('click', function () {
+    setOpen(!state.open);
+  });
+  closeButton.addEventListener('click', function () {
+    setOpen(false);
+  });
+  panel.addEventListener('keydown', function (e) {
+    if (e.key === 'Escape') setOpen(false);
+  });
+  input.addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      form.requestSubmit ? form.requestSubmit() : form.dispatchEvent(new Event('submit', { cancelable: true }));
+    }
+  });
+  form.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var text = input.value.trim();
+    if (!text) return;
+    input.value = '';
+    var item = { clientMessageId: newId(), text: text, el: bubble('customer', text) };
+    item.el.classList.add('sending');
+    state.pending.push(item);
+    log.appendChild(item.el);
+    scrollDown();
+    if (state.welcomed) send({ type: 'message', clientMessageId: item.clientMessageId, text: text });
+    else connect(); // sent after welcome
+  });
+
+  window.addEventListener('online', function () {
+    if (!state.ws && state.started) {
+      state.attempts = 0;
+      connect();
+    }
+  });
+
+  // A returning visitor: connect now, so history and replies are there when the panel opens.
+  if (state.visitorToken) connect();
+})();
