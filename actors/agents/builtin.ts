@@ -1,18 +1,8 @@
-import type { Orm } from '../../lib/db.js';
-import { bestKnowledgeMatch } from '../../lib/knowledge.js';
-import { tenantScope } from '../../lib/tenancy.js';
-import type { AgentOutput } from '../../schema/conversation.js';
-import { AgentSchema } from '../../schema/entities.js';
-import type { AgentRunner } from './types.js';
-
 /**
- * The `builtin` agent provider: answers from the agent's knowledge base with PostgreSQL
- * full-text search, no model call, no network, no cost. It hands the conversation to a human
- * when the customer asks for one, or when the knowledge base has nothing on the question.
- *
- * Hot path: one query per answer (lib/knowledge.ts bestKnowledgeMatch); the agent's
- * knowledge base id comes from a small cache with a short TTL, so an edit of the agent
- * (another knowledge base) takes effect within `cacheTtlMs`.
+ * The `builtin` provider's answer composition, pure: from the best-matching knowledge
+ * document (found by actors/agents/runner.ts with one full-text query), the passage that
+ * answers the question; and the test of whether the customer asks for a person. No model,
+ * no network, no cost.
  */
 
 export const DEFAULT_ANSWER_LENGTH = 600;
@@ -199,59 +189,4 @@ export function composeAnswer(question: string, doc: { title: string; content: s
   while (to + 1 < units.length && length(from, to + 1) <= maxLength && (units[to + 1]!.hits.size > 0 || length(from, to) < context)) to++;
   while (from > 0 && length(from - 1, to) <= maxLength && units[from - 1]!.hits.size > 0) from--;
   return truncate(joinUnits(units.slice(from, to + 1)), maxLength);
-}
-
-// ---- the runner ---------------------------------------------------------------------------
-
-export interface BuiltinAgentOptions {
-  /** How long an agent's knowledge base id is reused (default 5 s). */
-  cacheTtlMs?: number;
-  /** Entries kept at most (default 10 000); the oldest go first. */
-  cacheMaxEntries?: number;
-  /** Answer length in characters (default 600). */
-  maxAnswerLength?: number;
-  now?: () => number;
-}
-
-export function createBuiltinAgent(orm: Orm, options: BuiltinAgentOptions = {}): AgentRunner {
-  const ttl = options.cacheTtlMs ?? 5_000;
-  const maxEntries = options.cacheMaxEntries ?? 10_000;
-  const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
-  const now = options.now ?? Date.now;
-  const cache = new Map<string, { knowledgeBaseId: number | null; expires: number }>();
-  const loading = new Map<string, Promise<number | null>>();
-  // Only used for raw queries (its identity map stays empty), so one fork serves every answer.
-  const searchEm = orm.em.fork();
-
-  async function knowledgeBaseOf(companyId: number, agentId: number): Promise<number | null> {
-    const key = `${companyId}:${agentId}`;
-    const hit = cache.get(key);
-    if (hit && hit.expires > now()) return hit.knowledgeBaseId;
-    let pending = loading.get(key);
-    if (!pending) {
-      pending = (async () => {
-        const { em } = tenantScope(orm, companyId);
-        const agent = await em.findOne(AgentSchema, { id: agentId }, { fields: ['knowledgeBaseId'] });
-        const knowledgeBaseId = agent?.knowledgeBaseId ?? null;
-        cache.delete(key);
-        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
-        cache.set(key, { knowledgeBaseId, expires: now() + ttl });
-        return knowledgeBaseId;
-      })().finally(() => loading.delete(key));
-      loading.set(key, pending);
-    }
-    return pending;
-  }
-
-  return {
-    async answer(input): Promise<AgentOutput> {
-      if (wantsHuman(input.text)) return { kind: 'handoff', reason: 'asked_for_human' };
-      if (input.agentId === null) return { kind: 'handoff', reason: 'no_answer' };
-      const knowledgeBaseId = await knowledgeBaseOf(input.companyId, input.agentId);
-      if (knowledgeBaseId === null) return { kind: 'handoff', reason: 'no_answer' };
-      const match = await bestKnowledgeMatch(searchEm, { companyId: input.companyId, knowledgeBaseId, query: input.text });
-      const text = match && composeAnswer(input.text, match, maxLength);
-      return text ? { kind: 'reply', text } : { kind: 'handoff', reason: 'no_answer' };
-    },
-  };
 }

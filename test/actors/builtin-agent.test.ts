@@ -3,7 +3,7 @@ import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
-// The worker's default agent is the built-in knowledge-base answerer (actors/agents/builtin.ts).
+// The worker's default agent runner (actors/agents/runner.ts) answers builtin agents from the knowledge base.
 const svc = await startTestService(t, 'builtin_agent', { env: { PARTITIONS: '2' } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Builtin Co');

@@ -31,7 +31,7 @@ export interface TestWorker extends RunningWorker {
 /**
  * A worker (conversation engine) for a test service, on its own NATS connection so
  * several workers behave like separate processes. Closed at teardown. The agent defaults
- * to echoAgent(); pass `agent: 'builtin'` for the real built-in knowledge-base agent.
+ * to echoAgent(); pass `agent: 'builtin'` for the worker's real agent runner (actors/agents/runner.ts).
  */
 export async function startTestWorker(
   t: Test,
