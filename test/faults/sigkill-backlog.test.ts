@@ -1,0 +1,37 @@
+import t from 'tap';
+import { checkExactlyOnceInOrder, setupBacklog } from './backlog.js';
+import { sleep, startWorkerProcess, waitUntil } from './helpers.js';
+
+/**
+ * A worker process is killed with SIGKILL in the middle of a 1,000-message backlog (100
+ * conversations × 10 messages) shared by two worker processes. The survivor takes over the
+ * dead worker's partitions (lease expiry) and its unacknowledged messages; every customer
+ * message is answered exactly once, and each conversation's replies reach the helpdesk in
+ * the order of its messages.
+ */
+const b = await setupBacklog(t, 'sigkill', { conversations: 100, perConversation: 10, partitions: 2 });
+const started = Date.now();
+await b.publish();
+t.comment(`backlog of 1000 published in ${Date.now() - started} ms`);
+
+const a = startWorkerProcess(t, b.workerEnv);
+const survivor = startWorkerProcess(t, b.workerEnv);
+
+t.test('SIGKILL mid-backlog: all answered exactly once, in order', async (t) => {
+  await waitUntil(() => b.total() >= 250, 60_000, 'first 250 replies');
+  a.signal('SIGKILL');
+  const { signal } = await a.exited;
+  t.equal(signal, 'SIGKILL', 'the worker died at once');
+  const atKill = b.total();
+  t.ok(atKill < 1000, `killed mid-backlog (${atKill} replies sent)`);
+  try {
+    await waitUntil(() => b.answered() >= 1000, 90_000, 'all 1000 messages answered');
+  } catch (err) {
+    t.comment(survivor.output().slice(-3000));
+    throw err;
+  }
+  await sleep(1500); // nothing more arrives
+  // The dispatcher has at most one batch (20 rows) of sends in flight when it is killed.
+  checkExactlyOnceInOrder(t, b, 20);
+  t.comment(`total ${Date.now() - started} ms`);
+});
