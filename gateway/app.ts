@@ -38,22 +38,16 @@ export interface GatewayDeps {
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
 const JSON_BODY_LIMIT = '1mb';
 
-/** What an app holds beyond its routes (subscriptions), released by closeGatewayApp. */
-const appClosers = new WeakMap<Express, (() => void | Promise<void>)[]>();
-
-/** The webchat socket server of an app; gateway/server.ts routes its HTTP server's upgrades to it. */
-const appWebchat = new WeakMap<Express, WebchatServer>();
-
-export function webchatOf(app: Express): WebchatServer | undefined {
-  return appWebchat.get(app);
+/** The express app with what it holds beyond its routes. */
+export interface GatewayApp {
+  app: Express;
+  /** The webchat socket server; the HTTP server routes its upgrades here. */
+  webchat: WebchatServer;
+  /** Releases the app's subscriptions and sockets (after the HTTP server stopped accepting). */
+  close: () => Promise<void>;
 }
 
-export async function closeGatewayApp(app: Express): Promise<void> {
-  for (const close of appClosers.get(app) ?? []) await close();
-  appClosers.delete(app);
-}
-
-export function createGatewayApp(deps: GatewayDeps): Express {
+export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const { config, orm, logger } = deps;
   const now = deps.now ?? Date.now;
   const secrets = new SecretBox(config.secretsKeys);
@@ -78,8 +72,6 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
   const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, now, options: deps.webchat });
-  appWebchat.set(app, webchat);
-  appClosers.set(app, [() => webchat.close(), webhooks.close]);
   app.use('/api/webhook', webhooks.router);
   app.use(widgetRoutes());
 
@@ -97,5 +89,12 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   app.use(dashboardRoutes());
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
-  return app;
+  return {
+    app,
+    webchat,
+    close: async () => {
+      await webchat.close();
+      webhooks.close();
+    },
+  };
 }

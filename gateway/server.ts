@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { streamNames, ensureStreams } from '../lib/streams.js';
-import { closeGatewayApp, createGatewayApp, webchatOf, type GatewayDeps } from './app.js';
+import { createGatewayApp, type GatewayDeps } from './app.js';
 
 export interface RunningGateway {
   server: Server;
@@ -16,15 +16,14 @@ const DEFAULT_DRAIN_MS = 10_000;
 export async function startGateway(deps: GatewayDeps, listen: { port: number; host: string }): Promise<RunningGateway> {
   // Webhooks publish to the inbound stream: it must exist before the first one is accepted.
   await ensureStreams(deps.nc, streamNames(deps.config.natsPrefix));
-  const app = createGatewayApp(deps);
-  const server = createServer(app);
+  const gateway = createGatewayApp(deps);
+  const server = createServer(gateway.app);
   // Slow-loris guards: a client must send its headers and body in bounded time.
   server.headersTimeout = 15_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 65_000;
   // WebSocket upgrades (the webchat socket); any other upgrade path is refused with 404.
-  const webchat = webchatOf(app);
-  if (webchat) server.on('upgrade', webchat.handleUpgrade);
+  server.on('upgrade', gateway.webchat.handleUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(listen.port, listen.host, () => resolve());
@@ -37,12 +36,12 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
     close: () =>
       new Promise<void>((resolve) => {
         // Upgraded sockets keep the server open: close them first (1001; widgets reconnect elsewhere).
-        void webchat?.close();
+        void gateway.webchat.close();
         const force = setTimeout(() => server.closeAllConnections(), DEFAULT_DRAIN_MS);
         force.unref();
         server.close(() => {
           clearTimeout(force);
-          void closeGatewayApp(app).finally(resolve);
+          void gateway.close().finally(resolve);
         });
         server.closeIdleConnections();
       }),

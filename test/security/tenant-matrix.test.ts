@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Express } from 'express';
-import { createGatewayApp, closeGatewayApp } from '../../gateway/app.js';
+import { createGatewayApp } from '../../gateway/app.js';
 import { createLogger } from '../../lib/logger.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -93,8 +93,8 @@ function enumerateRoutes(app: Express): string[] {
 }
 
 t.test('every route with an id is in the matrix', async (t) => {
-  const app = createGatewayApp({ config: svc.config, orm: svc.orm, nc: svc.nc, logger: createLogger('silent') });
-  t.teardown(() => closeGatewayApp(app));
+  const { app, close } = createGatewayApp({ config: svc.config, orm: svc.orm, nc: svc.nc, logger: createLogger('silent') });
+  t.teardown(close);
   const routes = enumerateRoutes(app).filter((r) => r.includes('/:') && r.includes(' /api/'));
   t.ok(routes.length >= Object.keys(MATRIX).length, `enumerated ${routes.length} routes with a parameter`);
   const missing = routes.filter((r) => !(r in MATRIX) && !NOT_TENANT_ROUTES.has(r));
