@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, RequestListener } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import express, { type Express } from 'express';
 import helmet from 'helmet';
 import type { Config } from '../lib/config.js';
@@ -40,6 +42,8 @@ const JSON_BODY_LIMIT = '1mb';
 
 /** The express app with what it holds beyond its routes. */
 export interface GatewayApp {
+  /** The HTTP server's request listener: webhook POSTs on their fast path, everything else to express. */
+  handler: RequestListener;
   app: Express;
   /** The webchat socket server; the HTTP server routes its upgrades here. */
   webchat: WebchatServer;
@@ -68,8 +72,15 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.use(helmet({ contentSecurityPolicy: false }));
   app.use(healthRoutes({ orm, nc: deps.nc, registry: metrics.registry }));
 
+  // Express's own rule (req.secure) for the webhook fast path, which never enters express.
+  const isSecure = (req: IncomingMessage): boolean => {
+    if ((req.socket as TLSSocket).encrypted) return true;
+    const trust = app.get('trust proxy fn') as (address: string | undefined, hop: number) => boolean;
+    if (!trust(req.socket.remoteAddress, 0)) return false;
+    return String(req.headers['x-forwarded-proto'] ?? '').split(',', 1)[0]!.trim() === 'https';
+  };
   // Before any body parser: webhooks hash their raw bytes as they arrive.
-  const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now });
+  const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now, isSecure, observe: metrics.record });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
   const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, now, options: deps.webchat });
   app.use('/api/webhook', webhooks.router);
@@ -90,6 +101,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   return {
+    handler: (req, res) => {
+      if (!webhooks.handlePost(req, res)) app(req, res);
+    },
     app,
     webchat,
     close: async () => {

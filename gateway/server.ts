@@ -17,7 +17,7 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
   // Webhooks publish to the inbound stream: it must exist before the first one is accepted.
   await ensureStreams(deps.nc, streamNames(deps.config.natsPrefix));
   const gateway = createGatewayApp(deps);
-  const server = createServer(gateway.app);
+  const server = createServer(gateway.handler);
   // Slow-loris guards: a client must send its headers and body in bounded time.
   server.headersTimeout = 15_000;
   server.requestTimeout = 30_000;

@@ -1,13 +1,18 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '../../lib/logger.js';
 import { AppError } from '../../lib/errors.js';
 
-export function sendError(res: Parameters<RequestHandler>[1], err: AppError, requestId?: string): void {
+/** Writes `{"error":{"code","message"}}` (+ details, + requestId on 500) on any Node response, express or not. */
+export function writeError(res: ServerResponse, err: AppError, requestId?: string): void {
   if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   const body: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details) body.details = err.details;
   if (err.code === 'INTERNAL_ERROR' && requestId) body.requestId = requestId;
-  res.status(err.status).json({ error: body });
+  if (requestId) res.setHeader('X-Request-Id', requestId);
+  res.statusCode = err.status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify({ error: body }));
 }
 
 export const notFoundHandler: RequestHandler = (req) => {
@@ -34,6 +39,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       logger.error({ err, requestId: req.requestId, method: req.method, path: req.path }, 'unhandled error');
       appError = new AppError('INTERNAL_ERROR', `Internal server error (request ${req.requestId}).`);
     }
-    sendError(res, appError, req.requestId);
+    writeError(res, appError, req.requestId);
   };
 }

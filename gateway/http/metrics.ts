@@ -13,7 +13,15 @@ function routeLabel(req: Parameters<RequestHandler>[0], status: number): string 
 }
 
 /** One registry per process; the HTTP layer records every request's duration by route and status. */
-export function createMetrics(): { registry: Registry; observe: RequestHandler } {
+export interface Metrics {
+  registry: Registry;
+  /** Express middleware timing every request it sees. */
+  observe: RequestHandler;
+  /** For handlers outside express (the webhook fast path). */
+  record: (method: string, route: string, status: number, seconds: number) => void;
+}
+
+export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
@@ -31,5 +39,6 @@ export function createMetrics(): { registry: Registry; observe: RequestHandler }
     });
     next();
   };
-  return { registry, observe };
+  const record: Metrics['record'] = (method, route, status, seconds) => duration.observe({ method, route, status: String(status) }, seconds);
+  return { registry, observe, record };
 }

@@ -1,5 +1,6 @@
-import type { IncomingMessage } from 'node:http';
-import { Router, type Request, type Response } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type Response } from 'express';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { Config } from '../../lib/config.js';
 import type { Orm } from '../../lib/db.js';
@@ -10,6 +11,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import { partitionOf, streamNames, type StreamNames } from '../../lib/streams.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
+import { writeError } from '../http/errors.js';
 import { idParam } from '../http/validate.js';
 import { normaliseHelpdesk, type HelpdeskInbound } from './helpdesk-normaliser.js';
 import { IntegrationCache, type CachedIntegration } from './integration-cache.js';
@@ -45,10 +47,21 @@ export interface WebhookIngressDeps {
   logger: Logger;
   box: SecretBox;
   now?: () => number;
+  /** Whether the request arrived over TLS (directly or via a trusted proxy), by express's `trust proxy` rules. */
+  isSecure: (req: IncomingMessage) => boolean;
+  /** Records one request's duration for /metrics. */
+  observe: (method: string, route: string, status: number, seconds: number) => void;
 }
 
 export interface WebhookIngress {
+  /** `GET /api/webhook/:connectorType/:integrationId` (endpoint verification), mounted in express. */
   router: Router;
+  /**
+   * `POST /api/webhook/<connectorType>/<integrationId>`, served on the bare HTTP server ahead of
+   * express (gateway/app.ts): the hot path needs none of the app-wide middleware. Returns false
+   * for any other request.
+   */
+  handlePost: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Shared with the integration routes, which announce every change through it. */
   cache: IntegrationCache;
   close: () => void;
@@ -111,6 +124,9 @@ function readSigned(req: IncomingMessage, signature: BodySignature, limit: numbe
 const notFoundConnector = () => new AppError('NOT_FOUND', 'Unknown connector type.');
 const notFoundIntegration = () => new AppError('NOT_FOUND', 'Integration not found.');
 const OK_BODY = '{"ok":true}';
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
+/** `/api/webhook/<connectorType>/<integrationId>`; anything else is express's to answer. */
+const WEBHOOK_PATH = /^\/api\/webhook\/([^/]+)\/([^/]+)\/?$/;
 const VERIFIED_BODY = '{"ok":true,"verified":true}';
 /** Deepest nesting of arrays / objects a webhook body may have. */
 export const MAX_JSON_DEPTH = 32;
@@ -142,12 +158,11 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   let lastQueueWarning = 0;
 
   /** Resolves the path to an integration of that connector, or throws 404. */
-  async function lookup(req: Request): Promise<CachedIntegration> {
-    const type = req.params.connectorType as string;
+  async function lookup(type: string, rawId: string): Promise<CachedIntegration> {
     if (!Object.hasOwn(CONNECTORS, type)) throw notFoundConnector();
     let id: number;
     try {
-      id = idParam(req.params.integrationId, 'Integration');
+      id = idParam(rawId, 'Integration');
     } catch {
       throw notFoundIntegration();
     }
@@ -185,17 +200,16 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   }
 
   const router = Router();
-
   router.get('/:connectorType/:integrationId', async (req, res) => {
-    await lookup(req);
+    await lookup(req.params.connectorType as string, req.params.integrationId as string);
     sendJson(res, VERIFIED_BODY);
   });
 
-  router.post('/:connectorType/:integrationId', async (req, res) => {
-    const integration = await lookup(req);
+  async function receive(req: IncomingMessage, res: ServerResponse, type: string, rawId: string): Promise<void> {
+    const integration = await lookup(type, rawId);
     const normalise = CONNECTORS[integration.type];
     if (!normalise) throw notFoundConnector();
-    if (config.enforceHttps && !req.secure) throw new AppError('HTTPS_REQUIRED');
+    if (config.enforceHttps && !deps.isSecure(req)) throw new AppError('HTTPS_REQUIRED');
 
     const declared = Number(req.headers['content-length']);
     if (declared > WEBHOOK_HARD_CAP_BYTES) {
@@ -226,8 +240,27 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     const receivedAt = new Date(now()).toISOString();
     const inbound = normalise(payload, body, receivedAt);
     if (inbound.kind !== 'ignored') await publish(integration, inbound, receivedAt);
-    sendJson(res, OK_BODY);
-  });
+    res.writeHead(200, JSON_HEADERS).end(OK_BODY);
+  }
 
-  return { router, cache, close: () => cache.stop() };
+  function handlePost(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.method !== 'POST') return false;
+    const path = (req.url ?? '').split('?', 1)[0]!;
+    const m = WEBHOOK_PATH.exec(path);
+    if (!m) return false;
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      deps.observe('POST', res.statusCode === 404 ? 'unmatched' : `/api/webhook/${m[1]}/:id`, res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    receive(req, res, m[1]!, m[2]!).catch((err: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      if (err instanceof AppError) return writeError(res, err);
+      const requestId = randomUUID();
+      logger.error({ err, requestId, path }, 'unhandled webhook error');
+      writeError(res, new AppError('INTERNAL_ERROR', `Internal server error (request ${requestId}).`), requestId);
+    });
+    return true;
+  }
+
+  return { router, handlePost, cache, close: () => cache.stop() };
 }

@@ -86,4 +86,12 @@ t.test('HTTPS enforced: plain HTTP is refused, a trusted proxy saying https is n
     headers: { 'x-forwarded-proto': 'https', 'x-webhook-signature': 'sha256=' + '0'.repeat(64) },
   });
   t.equal(proxied.status, 401, 'through the proxy it reaches the signature check');
+
+  const untrusting = await startPeerGateway(t, svc, { config: { enforceHttps: true, trustProxy: false } });
+  const spoofed = await untrusting.api('POST', `/api/webhook/helpdesk/${i.id}`, {
+    rawBody: JSON.stringify(message()),
+    headers: { 'x-forwarded-proto': 'https', 'x-webhook-signature': 'sha256=' + '0'.repeat(64) },
+  });
+  t.equal(spoofed.status, 403, 'a client that is not a trusted proxy cannot claim https');
+  t.equal(spoofed.body.error.code, 'HTTPS_REQUIRED');
 });

@@ -244,6 +244,14 @@ t.test('a redelivered webhook is stored once', async (t) => {
   t.equal(await countNow(), before + 3);
 });
 
+t.test('webhooks are timed in /metrics by route pattern and status', async (t) => {
+  await deliver(api, helpdesk.id, inbox(), { secret });
+  await deliver(api, helpdesk.id, inbox(), { secret: 'f'.repeat(64) });
+  const metrics = (await api('GET', '/metrics')).body as string;
+  t.match(metrics, /http_request_duration_seconds_count\{method="POST",route="\/api\/webhook\/helpdesk\/:id",status="200"\} [1-9]/);
+  t.match(metrics, /http_request_duration_seconds_count\{method="POST",route="\/api\/webhook\/helpdesk\/:id",status="401"\} [1-9]/);
+});
+
 t.test('rotate-secret: the new secret verifies, the old one only during the grace period', async (t) => {
   t.teardown(() => {
     offsetMs = 0;
