@@ -64,6 +64,8 @@ export class PartitionConsumer {
   readonly #logger: Logger;
   readonly #o: Required<ConsumerOptions>;
   readonly #inflight = new Map<JsMsg, Promise<void>>();
+  /** Resolves the loop's wait for a free slot; set only while the loop waits. */
+  #slotWaiter: (() => void) | null = null;
   #stopping = false;
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
@@ -110,7 +112,7 @@ export class PartitionConsumer {
     const limit = Math.max(1, this.#o.maxAckPending - 1);
     while (!this.#stopping) {
       if (this.#inflight.size >= limit) {
-        await Promise.race([...this.#inflight.values(), sleep(200)]);
+        await this.#freeSlot();
         continue;
       }
       try {
@@ -147,8 +149,31 @@ export class PartitionConsumer {
       },
       () => m.nak(1000),
     );
-    const tracked = done.finally(() => this.#inflight.delete(m));
+    const tracked = done.finally(() => {
+      this.#inflight.delete(m);
+      const wake = this.#slotWaiter;
+      this.#slotWaiter = null;
+      wake?.();
+    });
     this.#inflight.set(m, tracked);
+  }
+
+  /**
+   * Waits until an in-flight envelope finishes (or 200 ms pass). One waiter, woken by the
+   * next finished envelope: racing all in-flight promises instead would add a reaction to
+   * each of them on every wake-up, which piles up under a backlog.
+   */
+  #freeSlot(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#slotWaiter = null;
+        resolve();
+      }, 200);
+      this.#slotWaiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   /** Stops fetching, lets in-flight envelopes finish (bounded), nak's the rest for the next owner. */

@@ -16,6 +16,9 @@ export async function connectNats(url: string, name: string, logger?: Logger): P
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     timeout: 5000,
+    // Without it the client builds a stack-capturing Error per request "just in case"
+    // (about 14% of the gateway's CPU per webhook in the bench's profiles).
+    noAsyncTraces: true,
   });
   if (logger) {
     void (async () => {

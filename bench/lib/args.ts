@@ -1,0 +1,171 @@
+/**
+ * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
+ * `--small` swaps in sizes that finish in about a minute (for development).
+ */
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface BenchArgs {
+  sections: Section[];
+  /** Ingress: seconds of measured load per round and target. */
+  duration: number;
+  /** Ingress: seconds of unmeasured load before the first round of each target. */
+  warmup: number;
+  /** Ingress: measured rounds per target, alternating gateway / floor; the table shows medians. */
+  rounds: number;
+  connections: number;
+  /** Also run the experiments: gateway / floor with the NATS client's noAsyncTraces (bench/ingress-variant.ts), SQL client costs (bench/sql-probe.ts). */
+  experiments: boolean;
+  drainMessages: number;
+  drainConversations: number;
+  /** How the drain's messages are queued: straight into JetStream, or as signed webhooks through the gateway. */
+  drainVia: 'direct' | 'gateway';
+  /** Drain repetitions (the table shows the median). */
+  drainRuns: number;
+  latencyRate: number;
+  latencyDuration: number;
+  latencyClients: number;
+  /** Conversation counts of the actor section. */
+  actorSizes: number[];
+  /** Actors: also let a real worker process one event for each seeded conversation (RSS after). */
+  actorsWorker: boolean;
+  scaleoutMessages: number;
+  scaleoutConversations: number;
+  partitions: number;
+  /** Run children with --cpu-prof and summarise the profiles. */
+  profile: boolean;
+  profileTop: number;
+  /** Drain / scale-out: relay the workers' PostgreSQL connections through a counter (statements per message). */
+  countQueries: boolean;
+  /** Extra node flags for the gateway / worker children (diagnostics, e.g. --trace-gc). */
+  childFlags: string[];
+  out: string;
+  /** Keep databases and streams (debugging). */
+  keep: boolean;
+  help: boolean;
+}
+
+export const USAGE = `npm run bench -- [flags]
+
+  --only a,b,...            sections to run: ${SECTIONS.join(', ')} (default: all)
+  --skip a,b,...            sections to leave out
+  --small                   small sizes for a quick check (a few minutes)
+
+  ingress   --duration S (10)  --warmup S (3)  --rounds N (3)  --connections N (50)
+  drain     --drain-messages N (5000)  --drain-conversations M (500)  --drain-via direct|gateway
+            --drain-runs N (1)
+  latency   --latency-rate R (50 msg/s)  --latency-duration S (20)  --latency-clients N (250)
+  actors    --actors 10000,100000  --actors-worker true|false (true)
+  scaleout  --scaleout-messages N  --scaleout-conversations M (default: the drain's)
+
+  --partitions N (16)       PARTITIONS of the children
+  --profile                 run the children with --cpu-prof; summaries in bench/results/profiles/
+  --profile-top N (25)      functions listed per profile
+  --experiments             also measure proposed fixes: gateway and floor with the NATS client's
+                            noAsyncTraces (bench/ingress-variant.ts), SQL client costs after the
+                            drain (bench/sql-probe.ts)
+  --count-queries           drain / scale-out: count the workers' SQL statements (through a relay)
+  --child-flags "..."       extra node flags for the gateway / worker children (e.g. --trace-gc)
+  --out FILE                JSON result (bench/results/latest.json)
+  --keep                    keep the bench databases and streams
+`;
+
+function num(name: string, v: string | undefined): number {
+  const n = Number(v);
+  if (v === undefined || !Number.isFinite(n) || n < 0) throw new Error(`--${name} needs a number (got ${v ?? 'nothing'})`);
+  return n;
+}
+
+function list(name: string, v: string | undefined): Section[] {
+  if (!v) throw new Error(`--${name} needs a list of sections`);
+  return v.split(',').map((s) => {
+    const t = s.trim().replace(/^scale-out$/, 'scaleout') as Section;
+    if (!SECTIONS.includes(t)) throw new Error(`--${name}: unknown section "${s}" (${SECTIONS.join(', ')})`);
+    return t;
+  });
+}
+
+export function parseArgs(argv: string[]): BenchArgs {
+  const a: BenchArgs = {
+    sections: [...SECTIONS],
+    duration: 10,
+    warmup: 3,
+    rounds: 3,
+    connections: 50,
+    experiments: false,
+    drainMessages: 5_000,
+    drainConversations: 500,
+    drainVia: 'direct',
+    drainRuns: 1,
+    latencyRate: 50,
+    latencyDuration: 20,
+    latencyClients: 250,
+    actorSizes: [10_000, 100_000],
+    actorsWorker: true,
+    scaleoutMessages: 0,
+    scaleoutConversations: 0,
+    partitions: 16,
+    profile: false,
+    profileTop: 25,
+    countQueries: false,
+    childFlags: [],
+    out: 'bench/results/latest.json',
+    keep: false,
+    help: false,
+  };
+  let skip: Section[] = [];
+  const explicit = new Set<string>();
+  // --small first, so explicit sizes given with it win.
+  if (argv.includes('--small')) {
+    Object.assign(a, {
+      duration: 3, warmup: 1, rounds: 1, drainMessages: 1_000, drainConversations: 100, latencyDuration: 5, latencyClients: 50,
+      actorSizes: [2_000, 10_000],
+    });
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const raw = argv[i]!;
+    if (!raw.startsWith('--')) throw new Error(`unexpected argument "${raw}"`);
+    const [flag, inline] = raw.slice(2).split('=', 2) as [string, string | undefined];
+    const value = () => inline ?? argv[++i];
+    explicit.add(flag);
+    switch (flag) {
+      case 'small': break;
+      case 'help': case 'h': a.help = true; break;
+      case 'only': a.sections = list(flag, value()); break;
+      case 'skip': skip = list(flag, value()); break;
+      case 'duration': a.duration = num(flag, value()); break;
+      case 'warmup': a.warmup = num(flag, value()); break;
+      case 'rounds': a.rounds = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'experiments': a.experiments = true; break;
+      case 'connections': a.connections = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'drain-messages': a.drainMessages = Math.round(num(flag, value())); break;
+      case 'drain-conversations': a.drainConversations = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'drain-runs': a.drainRuns = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'drain-via': {
+        const v = value();
+        if (v !== 'direct' && v !== 'gateway') throw new Error('--drain-via is direct or gateway');
+        a.drainVia = v;
+        break;
+      }
+      case 'latency-rate': a.latencyRate = num(flag, value()); break;
+      case 'latency-duration': a.latencyDuration = num(flag, value()); break;
+      case 'latency-clients': a.latencyClients = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'actors': a.actorSizes = (value() ?? '').split(',').filter(Boolean).map((s) => Math.round(num(flag, s))); break;
+      case 'actors-worker': a.actorsWorker = !['false', '0', 'no', 'off'].includes(String(value())); break;
+      case 'scaleout-messages': a.scaleoutMessages = Math.round(num(flag, value())); break;
+      case 'scaleout-conversations': a.scaleoutConversations = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'partitions': a.partitions = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'profile': a.profile = inline === undefined || !['false', '0'].includes(inline); break;
+      case 'profile-top': a.profileTop = Math.round(num(flag, value())); break;
+      case 'count-queries': a.countQueries = true; break;
+      case 'child-flags': a.childFlags = (value() ?? '').split(/\s+/).filter(Boolean); break;
+      case 'out': a.out = value() ?? a.out; break;
+      case 'keep': a.keep = true; break;
+      default: throw new Error(`unknown flag --${flag}\n\n${USAGE}`);
+    }
+  }
+  a.sections = a.sections.filter((s) => !skip.includes(s));
+  if (!explicit.has('scaleout-messages')) a.scaleoutMessages = a.drainMessages;
+  if (!explicit.has('scaleout-conversations')) a.scaleoutConversations = a.drainConversations;
+  return a;
+}
