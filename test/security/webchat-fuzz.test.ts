@@ -3,6 +3,7 @@ import { signUp, startTestService } from '../support/service.js';
 import { dropStreamAtEnd } from '../support/webhooks.js';
 import { echoAgent, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, openChat, startWebchatGateway, type ChatClient, type Frame } from '../support/webchat.js';
+import { seededRandom } from '../support/random.js';
 
 /**
  * Fuzzing the webchat socket with a fixed seed: thousands of generated frames (not JSON,
@@ -17,17 +18,7 @@ const COUNT = Number(process.env.FUZZ_COUNT ?? 2000);
 const BATCH = 50;
 const CLEAR_CLOSE_CODES = [1007, 1008, 1009];
 
-function mulberry32(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rnd = mulberry32(SEED);
+const rnd = seededRandom(SEED);
 const int = (n: number) => Math.floor(rnd() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
 

@@ -3,6 +3,7 @@ import t from 'tap';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webhooks.js';
+import { seededRandom } from '../support/random.js';
 
 /**
  * Fuzzing the webhook endpoint with a fixed seed: thousands of generated requests (wrong
@@ -13,17 +14,7 @@ import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webh
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 2500);
 
-function mulberry32(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rnd = mulberry32(SEED);
+const rnd = seededRandom(SEED);
 const int = (n: number) => Math.floor(rnd() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
 

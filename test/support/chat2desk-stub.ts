@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Test } from 'tap';
+import { listenLocal } from './local-server.js';
 
 export interface RecordedRequest {
   method: string;
@@ -85,14 +85,7 @@ export async function startChat2DeskStub(t: Test | null, token = 'c2d-test-token
     if (rec.method === 'PUT' && /^\/v1\/dialogs\/\d+$/.test(u.pathname)) return send(res, 200, { status: 'success' });
     return send(res, 404, { status: 'error', message: 'Unknown route' });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  t?.teardown(close);
+  const { url, close } = await listenLocal(server, t);
   return {
     url,
     token,

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Test } from 'tap';
+import { listenLocal } from './local-server.js';
 
 /**
  * A local OpenAI-compatible chat-completions server for tests (node:http). Records every
@@ -96,14 +96,7 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
     }
     rec.answered = true;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  t?.teardown(close);
+  const { url, close } = await listenLocal(server, t);
   return {
     baseUrl: `${url}/v1`,
     requests,

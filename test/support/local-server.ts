@@ -1,0 +1,16 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Test } from 'tap';
+
+/** Listens on a free loopback port; the returned close ends open connections too (and runs at teardown). */
+export async function listenLocal(server: Server, t: Test | null): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  t?.teardown(close);
+  return { url, close };
+}
