@@ -57,10 +57,14 @@ interface TargetRow {
   api_token_sealed: string | null;
 }
 
+const MAX_CACHED_CLIENTS = 1000;
+
 export class OutboxDispatcher {
   readonly #deps: DispatcherDeps;
   readonly #secrets: SecretBox;
   readonly #o: Required<DispatcherOptions>;
+  /** Helpdesk clients by sealed token: the token is unsealed once, and an edited token is a new key. */
+  readonly #clients = new Map<string, HelpdeskClient>();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #again = false;
@@ -198,7 +202,7 @@ export class OutboxDispatcher {
         return;
       }
       if (!target.api_url || !target.api_token_sealed) return this.#finish(row, 'failed', { error: 'the integration has no apiUrl / apiToken' });
-      const client = new HelpdeskClient(target.api_url, this.#secrets.open(target.api_token_sealed), this.#o.helpdeskTimeoutMs);
+      const client = this.#clientFor(target.api_url, target.api_token_sealed);
       try {
         const res = await client.sendMessage({ client_id: target.client_id, text: msg.text, transport: target.transport, channel_id: target.channel_id, type: 'to_client' });
         const externalId = res?.data?.message_id;
@@ -216,6 +220,17 @@ export class OutboxDispatcher {
     } catch (err) {
       this.#deps.logger.error({ err, outboxId: row.id }, 'outbox: delivery bookkeeping failed; the claim will expire and it is retried');
     }
+  }
+
+  #clientFor(apiUrl: string, tokenSealed: string): HelpdeskClient {
+    const key = `${apiUrl}\n${tokenSealed}`;
+    let client = this.#clients.get(key);
+    if (!client) {
+      if (this.#clients.size >= MAX_CACHED_CLIENTS) this.#clients.delete(this.#clients.keys().next().value!);
+      client = new HelpdeskClient(apiUrl, this.#secrets.open(tokenSealed), this.#o.helpdeskTimeoutMs);
+      this.#clients.set(key, client);
+    }
+    return client;
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Test } from 'tap';
-import { listenLocal } from './local-server.js';
+import { listenLocal, readBody } from './local-server.js';
 
 export interface RecordedRequest {
   method: string;
@@ -45,15 +45,7 @@ export async function startChat2DeskStub(t: Test | null, token = 'c2d-test-token
   };
 
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any = raw;
-    try {
-      body = raw ? JSON.parse(raw) : null;
-    } catch {
-      /* keep raw */
-    }
+    const body = await readBody(req);
     const u = new URL(req.url ?? '/', 'http://stub');
     const rec: RecordedRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body, at: Date.now() };
     requests.push(rec);

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Test } from 'tap';
 
@@ -13,4 +13,16 @@ export async function listenLocal(server: Server, t: Test | null): Promise<{ url
     });
   t?.teardown(close);
   return { url, close };
+}
+
+/** A stand-in's request body: parsed JSON, the raw text when it is not JSON, null when empty. */
+export async function readBody(req: IncomingMessage): Promise<any> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  try {
+    return raw ? JSON.parse(raw) : null;
+  } catch {
+    return raw;
+  }
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { Test } from 'tap';
-import { listenLocal } from './local-server.js';
+import { listenLocal, readBody } from './local-server.js';
 
 /**
  * A local OpenAI-compatible chat-completions server for tests (node:http). Records every
@@ -49,15 +49,7 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
   let nextId = 1;
 
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any = raw;
-    try {
-      body = raw ? JSON.parse(raw) : null;
-    } catch {
-      /* keep raw */
-    }
+    const body = await readBody(req);
     const rec: ModelRequest = { path: new URL(req.url ?? '/', 'http://stub').pathname, headers: req.headers, body, at: Date.now(), aborted: false, answered: false };
     requests.push(rec);
     res.on('close', () => {

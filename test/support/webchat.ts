@@ -1,10 +1,9 @@
 import type { Test } from 'tap';
 import { WebSocket } from 'ws';
-import { startGateway, type RunningGateway } from '../../gateway/server.js';
+import type { RunningGateway } from '../../gateway/server.js';
 import type { WebchatOptions } from '../../gateway/webchat/server.js';
-import { createLogger } from '../../lib/logger.js';
-import { connectNats } from '../../lib/nats.js';
-import { apiClient, type ApiClient, type TestService } from './service.js';
+import type { ApiClient, TestService } from './service.js';
+import { startPeerGateway } from './webhooks.js';
 
 /** Helpers of the webchat tests: a frame-reading `ws` client, webchat integrations, gateways with short limits. */
 
@@ -133,16 +132,6 @@ export interface WebchatGateway {
 }
 
 /** Another gateway process on the same database and NATS prefix, with its own webchat limits. */
-export async function startWebchatGateway(t: Test, svc: TestService, webchat: WebchatOptions = {}, port = 0): Promise<WebchatGateway> {
-  const nc = await connectNats(svc.config.natsUrl, 'test-webchat-gateway');
-  const gateway = await startGateway({ config: svc.config, orm: svc.orm, nc, logger: createLogger('silent'), webchat }, { port, host: '127.0.0.1' });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await gateway.close();
-    await nc.close();
-  };
-  t.teardown(close);
-  return { gateway, url: gateway.url, api: apiClient(gateway.url), close };
+export function startWebchatGateway(t: Test, svc: TestService, webchat: WebchatOptions = {}, port = 0): Promise<WebchatGateway> {
+  return startPeerGateway(t, svc, { webchat, port });
 }

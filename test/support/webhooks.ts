@@ -13,6 +13,7 @@ import { streamNames } from '../../lib/streams.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { apiClient, type ApiClient, type ApiResponse, type TestService } from './service.js';
+import type { WebchatOptions } from '../../gateway/webchat/server.js';
 
 /** Helpers of the webhook-ingress tests: signed deliveries, reading the inbound stream, extra gateways, a private NATS. */
 
@@ -101,11 +102,14 @@ export interface PeerGateway {
 export async function startPeerGateway(
   t: Test,
   svc: TestService,
-  options: { config?: Partial<Config>; now?: () => number } = {},
+  options: { config?: Partial<Config>; now?: () => number; webchat?: WebchatOptions; port?: number } = {},
 ): Promise<PeerGateway> {
   const config: Config = Object.freeze({ ...svc.config, ...options.config });
   const nc = await connectNats(config.natsUrl, 'test-peer');
-  const gateway = await startGateway({ config, orm: svc.orm, nc, logger: createLogger('silent'), now: options.now }, { port: 0, host: '127.0.0.1' });
+  const gateway = await startGateway(
+    { config, orm: svc.orm, nc, logger: createLogger('silent'), now: options.now, webchat: options.webchat },
+    { port: options.port ?? 0, host: '127.0.0.1' },
+  );
   let closed = false;
   const close = async () => {
     if (closed) return;
