@@ -6,7 +6,12 @@ import type { NatsConnection } from '../lib/nats.js';
 import { SecretBox } from '../lib/secrets.js';
 import type { StreamNames } from '../lib/streams.js';
 import { messageView, type ConversationNotice } from '../lib/conversations.js';
-import { rows, type MessageRow } from './store.js';
+import type { MessageRow } from './store.js';
+import type { EntityManager } from '../lib/db.js';
+
+async function rows<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await em.execute(sql, params as never[], 'all')) as unknown as T[];
+}
 
 /**
  * Sends what the host put in the outbox (transactional outbox): agent replies, handoff

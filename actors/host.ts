@@ -1,44 +1,50 @@
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { transition, type AnyEventObject, type StateValue } from 'xstate';
-import type { Orm, EntityManager } from '../lib/db.js';
+import type { AnyEventObject, StateValue } from 'xstate';
+import { inTransaction, type SqlClient, type SqlPool } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import { partitionOf, type StreamNames } from '../lib/streams.js';
-import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
-import { conversationMachine } from '../machines/conversation.js';
-import type { AgentOutput, ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
+import { statusOf } from '../machines/conversation.js';
+import type { AgentOutput, ConversationEvent } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentRunner } from './agents/types.js';
+import { Batcher } from './batcher.js';
 import { Limiter, sleep } from './limit.js';
 import {
+  agentOfIntegration,
   chargeModelUsage,
-  createConversation,
+  createConversations,
+  findConversation,
   findConversationByRef,
   findMessage,
   findOpenConversation,
-  insertMessage,
-  insertOutbox,
-  insertReceipt,
-  insertTransition,
+  initialSnapshot,
+  insertMessages,
+  insertReceipts,
   lockConversation,
-  one,
-  rememberRefs,
-  saveConversation,
-  setReceiptOutcome,
+  lockConversations,
+  lockOpenConversations,
+  receiptKey,
+  setReceiptOutcomes,
   type ConversationRow,
-  type MessageRow,
 } from './store.js';
+import { rowToView, TxPlan, type CompanyNotice } from './tx-plan.js';
 
 /**
  * The actor host: applies inbound envelopes to conversation machines.
  *
  * - One *lane* per conversation key (integration + client id): its items are applied one at
- *   a time in arrival order; lanes run concurrently (bounded by `maxConcurrentSteps`) and
- *   are dropped when idle, so memory holds only conversations with work in flight.
- * - A machine is hydrated from its persisted snapshot inside the step's transaction (row
- *   lock `for update`) and stepped with xstate's pure `transition()`; the new snapshot,
- *   the transition log, message rows, outbox rows and the inbound receipt are written in
- *   ONE transaction; only then is the JetStream message acked.
+ *   a time in arrival order; lanes run concurrently and are dropped when idle, so memory
+ *   holds only conversations with work in flight.
+ * - Group commit: the customer messages of all lanes that are ready go into ONE transaction
+ *   (actors/batcher.ts), and so do the agents' answers; each batch holds at most one item
+ *   per conversation (a lane has one item in flight). In the transaction the conversations
+ *   are locked (`for update`, in id order), their machines are stepped in memory with
+ *   xstate's pure `transition()` (actors/tx-plan.ts), and the snapshots, the transition
+ *   log, messages, outbox rows and the inbound receipts are written with one bulk statement
+ *   per table; only after the commit are the JetStream messages acked. A batch that fails
+ *   is retried item by item, so one bad envelope does not hold up the others. Status and
+ *   operator events (rare) get a transaction each, through the same plan.
  * - The agent runs between two transactions: the customer message moves the machine to
  *   `active.answering` (committed), the agent is asked outside any transaction, and its
  *   answer is applied as `xstate.done.actor.agent` only if the machine is still answering
@@ -70,6 +76,8 @@ interface Item {
 
 /** How long a failing envelope is retried at the head of its lane before it is nak'ed (with the lane's later ones). */
 const RETRY_IN_PLACE_MS = 60_000;
+/** An integration's agent is looked up at most this often (an edit takes effect within it). */
+const AGENT_ID_TTL_MS = 5_000;
 
 interface Lane {
   key: string;
@@ -81,7 +89,7 @@ interface Lane {
 }
 
 export interface HostDeps {
-  orm: Orm;
+  sql: SqlPool;
   nc: NatsConnection;
   names: StreamNames;
   partitions: number;
@@ -92,68 +100,60 @@ export interface HostDeps {
 }
 
 export interface HostOptions {
+  /** Items per group-commit transaction, at most. */
+  maxBatch?: number;
+  /** Group-commit transactions of each kind (messages, answers) running at once. */
+  batchConcurrency?: number;
+  /** Status / operator transactions running at once. */
   maxConcurrentSteps?: number;
   maxConcurrentAgents?: number;
-  /** Attempts of one transaction before the item is nak'ed for redelivery. */
+  /** Attempts of one status / operator transaction before the item is retried in place. */
   stepAttempts?: number;
 }
 
-class Busy extends Error {}
+type MessageEnvelope = Extract<InboundEnvelope, { kind: 'message' }>;
+
+/** What became of a customer message: applied (or a duplicate), or the machine waits for an answer. */
+type MessageOutcome =
+  | { kind: 'done' }
+  | { kind: 'answer'; conv: ConversationRow; messageId: string; text: string }
+  /** The conversation is answering an earlier message (a crash or another process left it so). */
+  | { kind: 'busy'; conv: ConversationRow };
+
+interface AnswerRequest {
+  conversationId: number;
+  messageId: string;
+  event: AnyEventObject;
+}
+
+/** The body of one transaction: reads and locks through `client`, plans its writes in `plan`. */
+type PlanWork<T> = (client: SqlClient, plan: TxPlan) => Promise<T>;
 
 /** An item's outcome now, or (a customer message being answered) once its answer is committed. */
 type Applied = ItemResult | { wait: Promise<ItemResult> };
 
 const isAnswering = (state: StateValue): boolean => typeof state === 'object' && state !== null && (state as Record<string, unknown>).active === 'answering';
 
-function rowToView(c: ConversationRow): ConversationView {
-  return conversationView({
-    id: c.id,
-    integrationId: c.integration_id,
-    channel: c.channel,
-    clientId: c.client_id,
-    status: c.status,
-    state: c.state,
-    snapshot: c.snapshot,
-    createdAt: c.created_at,
-    updatedAt: c.updated_at,
-    lastMessageAt: c.last_message_at,
-    closedAt: c.closed_at,
-  });
-}
-
-function messageRowView(m: MessageRow) {
-  return messageView({
-    id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id,
-    replyToId: m.reply_to_id, delivery: m.delivery, createdAt: m.created_at,
-  });
-}
-
-/** The event without its type, JSON-safe (errors become their message). */
-function payloadOf(event: AnyEventObject): Record<string, unknown> {
-  const { type: _type, ...rest } = event as Record<string, unknown>;
-  if (rest.error instanceof Error) rest.error = rest.error.message;
-  return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
-}
-
-interface StepOutput {
-  notices: { companyId: number; notice: ConversationNotice }[];
-  outbox: boolean;
-}
-
 export class ConversationHost {
   readonly #deps: HostDeps;
   readonly #js: JetStreamClient;
   readonly #lanes = new Map<string, Lane>();
+  readonly #messages: Batcher<MessageEnvelope, MessageOutcome>;
+  readonly #answers: Batcher<AnswerRequest, void>;
   readonly #steps: Limiter;
   readonly #agents: Limiter;
   readonly #attempts: number;
+  readonly #agentIds = new Map<number, { agentId: number | null; expires: number }>();
   #closed = false;
 
   constructor(deps: HostDeps, options: HostOptions = {}) {
     this.#deps = deps;
     this.#js = jetstream(deps.nc);
-    this.#steps = new Limiter(options.maxConcurrentSteps ?? 16);
-    this.#agents = new Limiter(options.maxConcurrentAgents ?? 32);
+    const batch = { maxBatch: options.maxBatch, concurrency: options.batchConcurrency };
+    this.#messages = new Batcher((envs) => this.#commit((client, plan) => this.#applyMessages(client, plan, envs)), batch);
+    this.#answers = new Batcher((answers) => this.#commit((client, plan) => this.#applyAnswers(client, plan, answers)), batch);
+    this.#steps = new Limiter(options.maxConcurrentSteps ?? 4);
+    this.#agents = new Limiter(options.maxConcurrentAgents ?? 64);
     this.#attempts = options.stepAttempts ?? 5;
   }
 
@@ -241,12 +241,8 @@ export class ConversationHost {
     const inflight = lane.inflight;
     if (!inflight || inflight.controller.signal.aborted) return result;
     try {
-      const row = await one<{ state: StateValue; message_id: string | null }>(
-        this.#deps.orm.em.fork(),
-        `select state, snapshot->'context'->>'lastCustomerMessageId' as message_id from conversations where id = ?`,
-        [inflight.conversationId],
-      );
-      if (!row || !isAnswering(row.state) || row.message_id !== inflight.messageId) {
+      const conv = await findConversation(this.#deps.sql, inflight.conversationId);
+      if (!conv || !isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== inflight.messageId) {
         this.#deps.logger.info({ conversationId: inflight.conversationId, messageId: inflight.messageId }, 'host: a human took over while the agent was thinking; cancelling it');
         inflight.controller.abort(new Error('taken over'));
       }
@@ -256,16 +252,25 @@ export class ConversationHost {
     return result;
   }
 
-  /** Runs one transaction with retries; publishes its notices after the commit. */
-  async #tx<T extends StepOutput>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+  /** One transaction writing a plan; its notices are published (and the dispatcher kicked) after the commit. */
+  async #commit<T>(work: PlanWork<T>): Promise<T> {
+    const plan = new TxPlan();
+    const { out, notices } = await inTransaction(this.#deps.sql, async (client) => {
+      const out = await work(client, plan);
+      return { out, notices: await plan.write(client) };
+    });
+    this.#publish(notices, plan.outbox);
+    return out;
+  }
+
+  /** A status / operator transaction: bounded concurrency, retried a few times before the lane retries it in place. */
+  async #single(work: PlanWork<void>): Promise<void> {
     let lastErr: unknown;
     for (let attempt = 1; attempt <= this.#attempts; attempt++) {
       try {
-        const out = await this.#steps.run(() => this.#deps.orm.em.fork().transactional((em) => work(em)));
-        this.#publishNotices(out);
-        return out;
+        await this.#steps.run(() => this.#commit(work));
+        return;
       } catch (err) {
-        if (err instanceof Busy) throw err;
         lastErr = err;
         if (attempt < this.#attempts) await sleep(Math.min(2000, 50 * 2 ** attempt));
       }
@@ -273,76 +278,117 @@ export class ConversationHost {
     throw lastErr;
   }
 
-  #publishNotices(out: StepOutput): void {
-    for (const { companyId, notice } of out.notices) {
+  #publish(notices: CompanyNotice[], outbox: boolean): void {
+    for (const { companyId, notice } of notices) {
       try {
         this.#deps.nc.publish(this.#deps.names.conversationEvents(companyId, notice.conversationId), JSON.stringify(notice));
       } catch (err) {
         this.#deps.logger.warn({ err }, 'host: could not publish a conversation notice');
       }
     }
-    if (out.outbox) this.#deps.onOutbox?.();
+    if (outbox) this.#deps.onOutbox?.();
   }
 
   // ---- customer messages ---------------------------------------------------------------
 
-  async #applyMessage(lane: Lane, env: Extract<InboundEnvelope, { kind: 'message' }>): Promise<Applied> {
-    const m = env.message;
+  async #applyMessage(lane: Lane, env: MessageEnvelope): Promise<Applied> {
     for (;;) {
       // A machine answering an earlier message of this lane gets its answer first.
       while (lane.agentTask) await lane.agentTask;
-      if (!lane.agentTask) {
-        const open = await findOpenConversation(this.#deps.orm.em.fork(), env.integrationId, m.clientId, false);
-        if (open && isAnswering(open.state)) {
-          this.#resumeAnswer(lane, open);
-          continue;
-        }
+      const outcome = await this.#messages.submit(env);
+      if (outcome.kind === 'done') return 'ack';
+      if (outcome.kind === 'busy') {
+        this.#resumeAnswer(lane, outcome.conv);
+        if (!lane.agentTask) await sleep(200); // answering with no message to answer: another process owns it now
+        continue;
       }
-      try {
-        const out = await this.#tx(async (em) => {
-          const step: StepOutput & { answer: { conv: ConversationRow; messageId: string; text: string } | null } = { notices: [], outbox: false, answer: null };
-          if (!(await insertReceipt(em, { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'message', outcome: 'applied', conversationId: null }))) {
-            return step; // a redelivery or a late helpdesk retry: already applied
-          }
-          let conv = await findOpenConversation(em, env.integrationId, m.clientId, true);
-          if (conv && isAnswering(conv.state)) throw new Busy();
-          if (!conv) {
-            conv = await createConversation(em, {
-              companyId: env.companyId, integrationId: env.integrationId, channel: env.channel, clientId: m.clientId,
-              partition: partitionOf(env.integrationId, m.clientId, this.#deps.partitions), channelId: m.channelId, transport: m.transport,
-            });
-          }
-          const stored = await insertMessage(em, conv, { role: 'customer', text: m.text, externalId: m.messageId, attachments: m.attachments });
-          step.notices.push({ companyId: conv.company_id, notice: { type: 'message', conversationId: conv.id, message: messageRowView(stored!) } });
-          const event: ConversationEvent = {
-            type: 'customer.message', messageId: stored!.id, text: m.text, at: m.sentAt,
-            ...(m.requestId !== null ? { requestId: m.requestId } : {}),
-            ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
-          };
-          await this.#step(em, conv, event, step, { lastMessageAt: new Date(), channelId: m.channelId, transport: m.transport });
-          await rememberRefs(em, conv, m.requestId, m.dialogId);
-          await setReceiptOutcome(em, env.integrationId, env.idempotencyKey, 'applied', conv.id);
-          if (isAnswering(conv.state)) step.answer = { conv, messageId: stored!.id, text: m.text };
-          return step;
-        });
-        if (!out.answer) return 'ack';
-        // The JetStream message is acked once the answer is committed (or discarded).
-        return { wait: this.#startAnswer(lane, out.answer.conv, out.answer.messageId, out.answer.text) };
-      } catch (err) {
-        if (err instanceof Busy) continue; // another process moved it to answering: wait, then retry
-        throw err;
-      }
+      // The JetStream message is acked once the answer is committed (or discarded).
+      return { wait: this.#startAnswer(lane, outcome.conv, outcome.messageId, outcome.text) };
     }
+  }
+
+  /** The group-commit transaction of customer messages (one per conversation at most). */
+  async #applyMessages(client: SqlClient, plan: TxPlan, envs: MessageEnvelope[]): Promise<MessageOutcome[]> {
+    const outcomes: MessageOutcome[] = envs.map(() => ({ kind: 'done' }));
+    const convKey = (integrationId: number, clientId: string) => `${integrationId}\n${clientId}`;
+    const open = new Map((await lockOpenConversations(client, envs.map((e) => ({ integrationId: e.integrationId, clientId: e.message.clientId })))).map((c) => [convKey(c.integration_id, c.client_id), c]));
+    const ready: number[] = [];
+    envs.forEach((env, i) => {
+      const conv = open.get(convKey(env.integrationId, env.message.clientId));
+      if (conv && isAnswering(conv.state)) outcomes[i] = { kind: 'busy', conv };
+      else ready.push(i);
+    });
+    const fresh = await insertReceipts(
+      client,
+      ready.map((i) => {
+        const env = envs[i]!;
+        return { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'message', outcome: 'applied', conversationId: open.get(convKey(env.integrationId, env.message.clientId))?.id ?? null };
+      }),
+    );
+    // Redeliveries and late helpdesk retries were applied before: acked, nothing written.
+    const applying = ready.filter((i) => fresh.has(receiptKey(envs[i]!.integrationId, envs[i]!.idempotencyKey)));
+    const missing = applying.filter((i) => !open.has(convKey(envs[i]!.integrationId, envs[i]!.message.clientId)));
+    if (missing.length > 0) {
+      const snapshot = initialSnapshot();
+      const created = await createConversations(
+        client,
+        missing.map((i) => {
+          const env = envs[i]!;
+          const m = env.message;
+          return {
+            companyId: env.companyId, integrationId: env.integrationId, channel: env.channel, clientId: m.clientId, status: statusOf(snapshot.value), snapshot,
+            partition: partitionOf(env.integrationId, m.clientId, this.#deps.partitions), channelId: m.channelId, transport: m.transport,
+          };
+        }),
+      );
+      for (const c of created) open.set(convKey(c.integration_id, c.client_id), c);
+      await setReceiptOutcomes(
+        client,
+        missing.map((i) => ({ integrationId: envs[i]!.integrationId, key: envs[i]!.idempotencyKey, outcome: 'applied', conversationId: open.get(convKey(envs[i]!.integrationId, envs[i]!.message.clientId))!.id })),
+      );
+    }
+    const convOf = (i: number) => open.get(convKey(envs[i]!.integrationId, envs[i]!.message.clientId))!;
+    const stored = await insertMessages(
+      client,
+      applying.map((i) => {
+        const conv = convOf(i);
+        const m = envs[i]!.message;
+        conv.message_seq += 1;
+        return {
+          companyId: conv.company_id, conversationId: conv.id, seq: conv.message_seq, role: 'customer', kind: 'message', text: m.text,
+          externalId: m.messageId, replyToId: null, delivery: null, attachments: m.attachments,
+        };
+      }),
+    );
+    const storedByConv = new Map(stored.map((r) => [r.conversation_id, r]));
+    const now = new Date();
+    for (const i of applying) {
+      const conv = convOf(i);
+      const m = envs[i]!.message;
+      const row = storedByConv.get(conv.id);
+      if (!row) throw new Error(`customer message of conversation ${conv.id} (seq ${conv.message_seq}) was not stored`);
+      plan.noticeStored(conv, row);
+      const event: ConversationEvent = {
+        type: 'customer.message', messageId: row.id, text: m.text, at: m.sentAt,
+        ...(m.requestId !== null ? { requestId: m.requestId } : {}),
+        ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
+      };
+      plan.step(conv, event, { lastMessageAt: now, channelId: m.channelId, transport: m.transport });
+      plan.touch(conv);
+      plan.remember(conv, m.requestId, m.dialogId);
+      if (isAnswering(conv.state)) outcomes[i] = { kind: 'answer', conv, messageId: row.id, text: m.text };
+    }
+    return outcomes;
   }
 
   #resumeAnswer(lane: Lane, conv: ConversationRow): void {
     const messageId = conv.snapshot.context.lastCustomerMessageId;
-    if (!messageId) return;
+    if (!messageId || lane.agentTask) return;
     this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: resuming an answer that was in flight');
     const controller = new AbortController();
     lane.inflight = { conversationId: conv.id, messageId, controller };
     lane.agentTask = (async () => {
-      const msg = await findMessage(this.#deps.orm.em.fork(), messageId);
+      const msg = await findMessage(this.#deps.sql, messageId);
       return this.#answer(conv, messageId, msg?.text ?? '', controller.signal);
     })().finally(() => {
       lane.agentTask = null;
@@ -363,10 +409,18 @@ export class ConversationHost {
     return task;
   }
 
+  async #agentOf(integrationId: number): Promise<number | null> {
+    const hit = this.#agentIds.get(integrationId);
+    if (hit && hit.expires > Date.now()) return hit.agentId;
+    const agentId = await agentOfIntegration(this.#deps.sql, integrationId);
+    this.#agentIds.set(integrationId, { agentId, expires: Date.now() + AGENT_ID_TTL_MS });
+    return agentId;
+  }
+
   async #answer(conv: ConversationRow, messageId: string, text: string, signal: AbortSignal): Promise<ItemResult> {
     let event: AnyEventObject;
     try {
-      const agentId = (await one<{ agent_id: number | null }>(this.#deps.orm.em.fork(), 'select agent_id from integrations where id = ?', [conv.integration_id]))?.agent_id ?? null;
+      const agentId = await this.#agentOf(conv.integration_id);
       const output = await this.#agents.run(() =>
         this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, signal }),
       );
@@ -376,61 +430,63 @@ export class ConversationHost {
       else this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent failed; handing off');
       event = { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
     }
-    try {
-      await this.#tx(async (em) => {
-        const step: StepOutput = { notices: [], outbox: false };
-        const locked = await lockConversation(em, conv.id);
-        if (!locked) return step;
-        if (!isAnswering(locked.state) || locked.snapshot.context.lastCustomerMessageId !== messageId) {
-          // A human took over (pause, transfer, close) while the agent was thinking: keep the
-          // answer for the record, never send it.
-          const output = (event as { output?: AgentOutput }).output;
-          if (output?.kind === 'reply') {
-            const row = await insertMessage(em, locked, { role: 'agent', kind: 'reply', text: output.text, replyToId: messageId, delivery: 'cancelled' });
-            if (row) {
-              await saveConversation(em, locked, {});
-              step.notices.push({ companyId: locked.company_id, notice: { type: 'message', conversationId: locked.id, message: messageRowView(row) } });
-            }
-          }
-          return step;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#answers.submit({ conversationId: conv.id, messageId, event });
+        return 'ack';
+      } catch (err) {
+        if (this.#closed || attempt >= this.#attempts) {
+          this.#deps.logger.error({ err, conversationId: conv.id }, 'host: could not store the answer');
+          return 'nak';
         }
-        // A reply committed while an operator's pause / close is pending is cancelled, not sent
-        // (#perform): it is not charged either.
-        const hold = locked.hold_requested_at !== null;
-        const applied = await this.#step(em, locked, event, step, {});
-        const usage = (event as { output?: AgentOutput }).output?.usage;
-        if (applied && usage && !hold) {
-          await chargeModelUsage(em, { companyId: locked.company_id, conversationId: locked.id, messageId, ...usage });
-        }
-        return step;
-      });
-      return 'ack';
-    } catch (err) {
-      this.#deps.logger.error({ err, conversationId: conv.id }, 'host: could not store the answer');
-      return 'nak';
+        await sleep(Math.min(2000, 50 * 2 ** attempt));
+      }
     }
+  }
+
+  /** The group-commit transaction of answers (one per conversation at most). */
+  async #applyAnswers(client: SqlClient, plan: TxPlan, answers: AnswerRequest[]): Promise<void[]> {
+    const locked = new Map((await lockConversations(client, answers.map((a) => a.conversationId))).map((c) => [c.id, c]));
+    for (const a of answers) {
+      const conv = locked.get(a.conversationId);
+      if (!conv) continue;
+      const output = (a.event as { output?: AgentOutput }).output;
+      if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== a.messageId) {
+        // A human took over (pause, transfer, close) while the agent was thinking: keep the
+        // answer for the record, never send it.
+        if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, replyToId: a.messageId, delivery: 'cancelled' });
+        continue;
+      }
+      // A reply committed while an operator's pause / close is pending is cancelled, not sent
+      // (tx-plan.ts): it is not charged either.
+      const hold = conv.hold_requested_at !== null;
+      const applied = plan.step(conv, a.event);
+      if (applied && output?.usage && !hold) {
+        await chargeModelUsage(client, { companyId: conv.company_id, conversationId: conv.id, messageId: a.messageId, ...output.usage });
+      }
+    }
+    return answers.map(() => undefined);
   }
 
   // ---- status events -------------------------------------------------------------------
 
   async #applyStatus(env: Extract<InboundEnvelope, { kind: 'status' }>, clientId: string): Promise<ItemResult> {
     const s = env.status;
-    await this.#tx(async (em) => {
-      const step: StepOutput = { notices: [], outbox: false };
-      if (!(await insertReceipt(em, { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'status', outcome: 'applied', conversationId: null }))) return step;
-      const conv = (await findConversationByRef(em, env.integrationId, s.requestId, s.dialogId, clientId, true)) ?? (await findOpenConversation(em, env.integrationId, clientId, true));
+    await this.#single(async (client, plan) => {
+      const receipt = { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'status', outcome: 'applied', conversationId: null };
+      if ((await insertReceipts(client, [receipt])).size === 0) return;
+      const conv = (await findConversationByRef(client, env.integrationId, s.requestId, s.dialogId, clientId, true)) ?? (await findOpenConversation(client, env.integrationId, clientId, true));
       if (!conv) {
-        await setReceiptOutcome(em, env.integrationId, env.idempotencyKey, 'unknown_session', null);
+        await setReceiptOutcomes(client, [{ integrationId: env.integrationId, key: env.idempotencyKey, outcome: 'unknown_session', conversationId: null }]);
         this.#deps.logger.info({ integrationId: env.integrationId, requestId: s.requestId, dialogId: s.dialogId, hook: s.hookType }, 'host: status event for no known session (recorded, ignored)');
-        return step;
+        return;
       }
       const event = {
         type: `helpdesk.${s.hookType}`, requestId: s.requestId, ...(s.dialogId !== null ? { dialogId: s.dialogId } : {}), at: env.receivedAt,
       } as ConversationEvent;
-      await this.#step(em, conv, event, step, {});
-      await rememberRefs(em, conv, s.requestId, s.dialogId);
-      await setReceiptOutcome(em, env.integrationId, env.idempotencyKey, 'applied', conv.id);
-      return step;
+      plan.step(conv, event);
+      plan.remember(conv, s.requestId, s.dialogId);
+      await setReceiptOutcomes(client, [{ integrationId: env.integrationId, key: env.idempotencyKey, outcome: 'applied', conversationId: conv.id }]);
     });
     return 'ack';
   }
@@ -442,12 +498,10 @@ export class ConversationHost {
    */
   async #routeStatus(item: Item, env: Extract<InboundEnvelope, { kind: 'status' }>): Promise<ItemResult> {
     const s = env.status;
-    const em = this.#deps.orm.em.fork();
-    const conv = await findConversationByRef(em, env.integrationId, s.requestId, s.dialogId, null, false);
+    const conv = await findConversationByRef(this.#deps.sql, env.integrationId, s.requestId, s.dialogId, null, false);
     if (!conv) {
-      await this.#tx(async (tem) => {
-        await insertReceipt(tem, { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'status', outcome: 'unknown_session', conversationId: null });
-        return { notices: [], outbox: false };
+      await this.#single(async (client) => {
+        await insertReceipts(client, [{ integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'status', outcome: 'unknown_session', conversationId: null }]);
       });
       this.#deps.logger.info({ integrationId: env.integrationId, requestId: s.requestId, dialogId: s.dialogId, hook: s.hookType }, 'host: status event for unknown request/dialog id (recorded, ignored)');
       return 'ack';
@@ -462,13 +516,13 @@ export class ConversationHost {
   // ---- operator commands ---------------------------------------------------------------
 
   async #applyOperator(env: Extract<InboundEnvelope, { kind: 'operator' }>): Promise<ItemResult> {
-    await this.#tx(async (em) => {
-      const step: StepOutput = { notices: [], outbox: false };
-      const fresh = await insertReceipt(em, { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'operator', outcome: 'applied', conversationId: env.conversationId });
-      const conv = await lockConversation(em, env.conversationId);
+    await this.#single(async (client, plan) => {
+      const receipt = { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'operator', outcome: 'applied', conversationId: env.conversationId };
+      const fresh = (await insertReceipts(client, [receipt])).size > 0;
+      const conv = await lockConversation(client, env.conversationId);
       if (!conv || conv.company_id !== env.companyId || conv.integration_id !== env.integrationId) {
-        step.notices.push({ companyId: env.companyId, notice: { type: 'applied', conversationId: env.conversationId, idempotencyKey: env.idempotencyKey, outcome: 'not_found', conversation: null } });
-        return step;
+        plan.notice(env.companyId, () => ({ type: 'applied', conversationId: env.conversationId, idempotencyKey: env.idempotencyKey, outcome: 'not_found', conversation: null }));
+        return;
       }
       let outcome: 'applied' | 'duplicate' | 'ignored' = fresh ? 'applied' : 'duplicate';
       if (fresh) {
@@ -476,101 +530,19 @@ export class ConversationHost {
         if (cmd.action === 'reply') {
           if (conv.status === 'closed') outcome = 'ignored';
           else {
-            const row = await insertMessage(em, conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending' });
-            await insertOutbox(em, conv, row!.id, 'operator_reply');
-            await saveConversation(em, conv, { lastMessageAt: new Date() });
-            step.outbox = true;
-            step.notices.push({ companyId: conv.company_id, notice: { type: 'message', conversationId: conv.id, message: messageRowView(row!) } });
+            plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending' }, 'operator_reply');
+            plan.touch(conv, { lastMessageAt: new Date() });
           }
         } else {
           const event = { type: `operator.${cmd.action}`, at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) } as ConversationEvent;
           const clearHold = cmd.action === 'pause' || cmd.action === 'close';
-          const changed = await this.#step(em, conv, event, step, { clearHold });
-          if (!changed && clearHold && conv.hold_requested_at) await saveConversation(em, conv, { clearHold });
+          const changed = plan.step(conv, event, { clearHold });
+          if (!changed && clearHold && conv.hold_requested_at) plan.touch(conv, { clearHold });
         }
       }
-      step.notices.push({ companyId: conv.company_id, notice: { type: 'applied', conversationId: conv.id, idempotencyKey: env.idempotencyKey, outcome, conversation: rowToView(conv) } });
-      return step;
+      // Built after the writes, so the view carries the saved row.
+      plan.notice(conv.company_id, () => ({ type: 'applied', conversationId: conv.id, idempotencyKey: env.idempotencyKey, outcome, conversation: rowToView(conv) }));
     });
     return 'ack';
-  }
-
-  // ---- the machine step ----------------------------------------------------------------
-
-  /**
-   * Applies one event to the conversation's machine inside the transaction: new snapshot,
-   * transition log entry, and the host actions' rows (replies and notices go to the outbox).
-   * Returns false when the machine ignored the event (nothing recorded).
-   */
-  async #step(
-    em: EntityManager,
-    conv: ConversationRow,
-    event: AnyEventObject,
-    step: StepOutput,
-    changes: { lastMessageAt?: Date; clearHold?: boolean; channelId?: string | null; transport?: string | null },
-  ): Promise<boolean> {
-    const current = conversationMachine.resolveState({ value: conv.snapshot.value, context: conv.snapshot.context });
-    const [next, actions] = transition(conversationMachine, current, event as ConversationEvent);
-    const persisted = JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(next))) as ConversationRow['snapshot'];
-    const named = actions.filter((a) => !a.type.startsWith('xstate.')).map((a) => ({ type: a.type, params: a.params as unknown }));
-    const changed =
-      named.length > 0 ||
-      JSON.stringify(persisted.value) !== JSON.stringify(conv.snapshot.value) ||
-      JSON.stringify(persisted.context) !== JSON.stringify(conv.snapshot.context);
-    if (!changed) {
-      if (changes.lastMessageAt || changes.channelId || changes.transport) await saveConversation(em, conv, changes);
-      return false;
-    }
-    const hold = conv.hold_requested_at !== null;
-    const recorded: { type: string; params?: unknown; effect?: string }[] = [];
-    for (const a of named) recorded.push({ ...a, effect: await this.#perform(em, conv, a, hold, step) });
-    const from = conv.state;
-    const t = await insertTransition(em, conv, { event: event.type, payload: payloadOf(event), from, to: persisted.value, actions: recorded });
-    await saveConversation(em, conv, { ...changes, snapshot: persisted });
-    step.notices.push({
-      companyId: conv.company_id,
-      notice: {
-        type: 'transition',
-        conversationId: conv.id,
-        transition: { seq: t.seq, at: new Date(t.at).toISOString(), event: t.event, payload: t.payload, from: t.from, to: t.to, actions: t.actions },
-        conversation: rowToView(conv),
-      },
-    });
-    return true;
-  }
-
-  /** The host side of the machine's named actions. Returns what was done, for the log. */
-  async #perform(em: EntityManager, conv: ConversationRow, action: { type: string; params: unknown }, hold: boolean, step: StepOutput): Promise<string> {
-    const pushMessage = (row: MessageRow | null) => {
-      if (row) step.notices.push({ companyId: conv.company_id, notice: { type: 'message', conversationId: conv.id, message: messageRowView(row) } });
-    };
-    switch (action.type) {
-      case 'agent_reply': {
-        const p = action.params as { messageId: string | null; text: string };
-        // An operator asked for a pause / close that is not applied yet: the human wins.
-        const row = await insertMessage(em, conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending' });
-        pushMessage(row);
-        if (!row) return 'duplicate reply ignored';
-        if (hold) return 'cancelled: an operator took over';
-        await insertOutbox(em, conv, row.id, 'agent_reply');
-        step.outbox = true;
-        return 'queued';
-      }
-      case 'session_transfer_external': {
-        const p = action.params as SessionTransferExternalParams;
-        if (p.origin === 'helpdesk') return 'recorded: a human operator has the dialog';
-        const row = await insertMessage(em, conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, replyToId: p.messageId, delivery: 'pending' });
-        pushMessage(row);
-        if (row) {
-          await insertOutbox(em, conv, row.id, 'handoff_notice');
-          step.outbox = true;
-        }
-        return 'handoff notice queued; transfer recorded (no helpdesk group configured: no transfer call)';
-      }
-      case 'session_close':
-        return 'recorded';
-      default:
-        return 'ignored';
-    }
   }
 }

@@ -1,14 +1,15 @@
 import { initialTransition, type StateValue } from 'xstate';
-import { conversationMachine, statusOf } from '../machines/conversation.js';
-import type { EntityManager } from '../lib/db.js';
+import { conversationMachine } from '../machines/conversation.js';
+import { query, type SqlClient } from '../lib/db.js';
 import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
 import type { Channel } from '../schema/envelope.js';
 
 /**
- * Plain-SQL access to the conversation tables for the worker. Every function takes the
- * EntityManager of the surrounding transaction (`em.transactional`), so one applied event
- * writes the snapshot, the transition log, messages, outbox rows and the receipt atomically.
- * The worker spans companies: it names company_id explicitly instead of the tenant filter.
+ * Plain-SQL access to the conversation tables for the worker, through the `pg` pool
+ * (lib/db.ts): named prepared statements, and bulk statements (`unnest` of array
+ * parameters) so that one transaction writes the steps of many conversations with a handful
+ * of statements whatever their number. The worker spans companies: it names company_id
+ * explicitly instead of the tenant filter.
  */
 export interface ConversationRow {
   id: number;
@@ -42,114 +43,27 @@ export interface MessageRow {
   external_id: string | null;
   reply_to_id: string | null;
   delivery: string | null;
+  delivery_error?: string | null;
   created_at: Date;
 }
 
-export async function rows<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await em.execute(sql, params as never[], 'all')) as unknown as T[];
-}
-
-export async function one<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T | null> {
-  const r = await rows<T>(em, sql, params);
-  return r[0] ?? null;
-}
-
-/** Records an inbound idempotency key; false when it was already there (a redelivery or late retry). */
-export async function insertReceipt(em: EntityManager, r: { integrationId: number; key: string; companyId: number; kind: string; outcome: string; conversationId: number | null }): Promise<boolean> {
-  const inserted = await rows<{ k: string }>(
-    em,
-    `insert into inbound_receipts (integration_id, idempotency_key, company_id, kind, outcome, conversation_id)
-     values (?, ?, ?, ?, ?, ?) on conflict do nothing returning idempotency_key as k`,
-    [r.integrationId, r.key, r.companyId, r.kind, r.outcome, r.conversationId],
-  );
-  return inserted.length > 0;
-}
-
-export async function setReceiptOutcome(em: EntityManager, integrationId: number, key: string, outcome: string, conversationId: number | null): Promise<void> {
-  await em.execute(`update inbound_receipts set outcome = ?, conversation_id = ? where integration_id = ? and idempotency_key = ?`, [outcome, conversationId, integrationId, key]);
-}
-
-export async function findReceipt(em: EntityManager, integrationId: number, key: string): Promise<{ outcome: string; conversation_id: number | null } | null> {
-  return one(em, `select outcome, conversation_id from inbound_receipts where integration_id = ? and idempotency_key = ?`, [integrationId, key]);
-}
-
-export async function lockConversation(em: EntityManager, id: number): Promise<ConversationRow | null> {
-  return one<ConversationRow>(em, `select * from conversations where id = ? for update`, [id]);
-}
-
-export async function findOpenConversation(em: EntityManager, integrationId: number, clientId: string, lock: boolean): Promise<ConversationRow | null> {
-  return one<ConversationRow>(
-    em,
-    `select * from conversations where integration_id = ? and client_id = ? and status <> 'closed' order by id desc limit 1${lock ? ' for update' : ''}`,
-    [integrationId, clientId],
-  );
-}
-
-/** The latest session that saw this request_id (or dialog_id); optionally only that client's. */
-export async function findConversationByRef(em: EntityManager, integrationId: number, requestId: number | null, dialogId: number | null, clientId: string | null, lock: boolean): Promise<ConversationRow | null> {
-  if (requestId === null && dialogId === null) return null;
-  return one<ConversationRow>(
-    em,
-    `select c.* from conversations c
-     where c.id = (
-       select r.conversation_id from conversation_refs r join conversations c2 on c2.id = r.conversation_id
-       where r.integration_id = ? and ((r.kind = 'request' and r.ref_id = ?) or (r.kind = 'dialog' and r.ref_id = ?))
-         ${clientId !== null ? 'and c2.client_id = ?' : ''}
-       order by r.conversation_id desc limit 1
-     )${lock ? ' for update' : ''}`,
-    [integrationId, requestId ?? -1, dialogId ?? -1, ...(clientId !== null ? [clientId] : [])],
-  );
-}
-
-export function initialSnapshot(): { value: StateValue; context: ConversationContext; [k: string]: unknown } {
-  const [s] = initialTransition(conversationMachine);
-  return JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(s)));
-}
-
-export async function createConversation(em: EntityManager, c: { companyId: number; integrationId: number; channel: Channel; clientId: string; partition: number; channelId: string | null; transport: string | null }): Promise<ConversationRow> {
-  const snapshot = initialSnapshot();
-  const row = await one<ConversationRow>(
-    em,
-    `insert into conversations (company_id, integration_id, channel, client_id, partition, status, state, snapshot, channel_id, transport)
-     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?) returning *`,
-    [c.companyId, c.integrationId, c.channel, c.clientId, c.partition, statusOf(snapshot.value), JSON.stringify(snapshot.value), JSON.stringify(snapshot), c.channelId, c.transport],
-  );
-  return row!;
-}
-
-export async function insertMessage(em: EntityManager, conv: ConversationRow, m: { role: string; kind?: string; text: string; externalId?: string | null; replyToId?: string | null; delivery?: string | null; attachments?: unknown[] }): Promise<MessageRow | null> {
-  const seq = conv.message_seq + 1;
-  const row = await one<MessageRow>(
-    em,
-    `insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb) on conflict do nothing returning *`,
-    [conv.company_id, conv.id, seq, m.role, m.kind ?? 'message', m.text, m.externalId ?? null, m.replyToId ?? null, m.delivery ?? null, JSON.stringify(m.attachments ?? [])],
-  );
-  if (row) conv.message_seq = seq;
-  return row;
-}
-
-export async function insertOutbox(em: EntityManager, conv: ConversationRow, messageId: string, kind: string): Promise<void> {
-  await em.execute(
-    `insert into outbox (company_id, conversation_id, message_id, partition, kind) values (?, ?, ?, ?, ?) on conflict do nothing`,
-    [conv.company_id, conv.id, messageId, conv.partition, kind],
-  );
-}
-
-export async function rememberRefs(em: EntityManager, conv: ConversationRow, requestId: number | null | undefined, dialogId: number | null | undefined): Promise<void> {
-  for (const [kind, id] of [['request', requestId], ['dialog', dialogId]] as const) {
-    if (typeof id !== 'number' || !Number.isFinite(id)) continue;
-    await em.execute(
-      `insert into conversation_refs (integration_id, kind, ref_id, conversation_id, company_id) values (?, ?, ?, ?, ?)
-       on conflict (integration_id, kind, ref_id, conversation_id) do update set seen_at = now()`,
-      [conv.integration_id, kind, id, conv.id, conv.company_id],
-    );
-  }
-}
-
-export interface TransitionRecord {
+export interface NewMessage {
+  companyId: number;
+  conversationId: number;
   seq: number;
-  at: Date;
+  role: string;
+  kind: string;
+  text: string;
+  externalId: string | null;
+  replyToId: string | null;
+  delivery: string | null;
+  attachments: unknown[];
+}
+
+export interface NewTransition {
+  companyId: number;
+  conversationId: number;
+  seq: number;
   event: string;
   payload: Record<string, unknown>;
   from: StateValue | null;
@@ -157,43 +71,217 @@ export interface TransitionRecord {
   actions: { type: string; params?: unknown; effect?: string }[];
 }
 
-export async function insertTransition(em: EntityManager, conv: ConversationRow, t: Omit<TransitionRecord, 'seq' | 'at'>): Promise<TransitionRecord> {
-  const seq = conv.transition_seq + 1;
-  const row = await one<{ at: Date }>(
-    em,
+export interface Receipt {
+  integrationId: number;
+  key: string;
+  companyId: number;
+  kind: string;
+  outcome: string;
+  conversationId: number | null;
+}
+
+const first = <T>(r: T[]): T | null => r[0] ?? null;
+
+export function lockConversation(c: SqlClient, id: number): Promise<ConversationRow | null> {
+  return query<ConversationRow>(c, 'conv_lock', `select * from conversations where id = $1 for update`, [id]).then(first);
+}
+
+/** Locks the given conversations in id order (two transactions locking overlapping sets cannot deadlock). */
+export function lockConversations(c: SqlClient, ids: number[]): Promise<ConversationRow[]> {
+  return query<ConversationRow>(c, 'conv_lock_many', `select * from conversations where id = any($1::int[]) order by id for update`, [ids]);
+}
+
+export function findConversation(c: SqlClient, id: number): Promise<ConversationRow | null> {
+  return query<ConversationRow>(c, 'conv_find', `select * from conversations where id = $1`, [id]).then(first);
+}
+
+export function findOpenConversation(c: SqlClient, integrationId: number, clientId: string, lock: boolean): Promise<ConversationRow | null> {
+  const sql = `select * from conversations where integration_id = $1 and client_id = $2 and status <> 'closed' order by id desc limit 1`;
+  return (lock ? query<ConversationRow>(c, 'conv_open_lock', `${sql} for update`, [integrationId, clientId]) : query<ConversationRow>(c, 'conv_open', sql, [integrationId, clientId])).then(first);
+}
+
+/** The open sessions of these (integration, client) pairs, locked in id order. */
+export function lockOpenConversations(c: SqlClient, keys: { integrationId: number; clientId: string }[]): Promise<ConversationRow[]> {
+  return query<ConversationRow>(
+    c,
+    'conv_open_lock_many',
+    `select c.* from conversations c
+     join unnest($1::int[], $2::text[]) as k(integration_id, client_id) on c.integration_id = k.integration_id and c.client_id = k.client_id
+     where c.status <> 'closed' order by c.id for update of c`,
+    [keys.map((k) => k.integrationId), keys.map((k) => k.clientId)],
+  );
+}
+
+/** The latest session that saw this request_id (or dialog_id); optionally only that client's. */
+export function findConversationByRef(c: SqlClient, integrationId: number, requestId: number | null, dialogId: number | null, clientId: string | null, lock: boolean): Promise<ConversationRow | null> {
+  if (requestId === null && dialogId === null) return Promise.resolve(null);
+  const sql = `select c.* from conversations c
+     where c.id = (
+       select r.conversation_id from conversation_refs r join conversations c2 on c2.id = r.conversation_id
+       where r.integration_id = $1 and ((r.kind = 'request' and r.ref_id = $2) or (r.kind = 'dialog' and r.ref_id = $3))
+         and ($4::text is null or c2.client_id = $4)
+       order by r.conversation_id desc limit 1
+     )`;
+  const values = [integrationId, requestId ?? -1, dialogId ?? -1, clientId];
+  return (lock ? query<ConversationRow>(c, 'conv_by_ref_lock', `${sql} for update`, values) : query<ConversationRow>(c, 'conv_by_ref', sql, values)).then(first);
+}
+
+export function initialSnapshot(): { value: StateValue; context: ConversationContext; [k: string]: unknown } {
+  const [s] = initialTransition(conversationMachine);
+  return JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(s)));
+}
+
+export interface NewConversation {
+  companyId: number;
+  integrationId: number;
+  channel: Channel;
+  clientId: string;
+  partition: number;
+  status: ConversationStatus;
+  snapshot: ConversationRow['snapshot'];
+  channelId: string | null;
+  transport: string | null;
+}
+
+export function createConversations(c: SqlClient, list: NewConversation[]): Promise<ConversationRow[]> {
+  return query<ConversationRow>(
+    c,
+    'conv_create_many',
+    `insert into conversations (company_id, integration_id, channel, client_id, partition, status, state, snapshot, channel_id, transport)
+     select company_id, integration_id, channel, client_id, partition, status, (snapshot::jsonb)->'value', snapshot::jsonb, channel_id, transport
+     from unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+       as v(company_id, integration_id, channel, client_id, partition, status, snapshot, channel_id, transport)
+     returning *`,
+    [
+      list.map((n) => n.companyId), list.map((n) => n.integrationId), list.map((n) => n.channel), list.map((n) => n.clientId), list.map((n) => n.partition),
+      list.map((n) => n.status), list.map((n) => JSON.stringify(n.snapshot)), list.map((n) => n.channelId), list.map((n) => n.transport),
+    ],
+  );
+}
+
+/** Records inbound idempotency keys; returns the keys that were new (the others are redeliveries or late retries). */
+export async function insertReceipts(c: SqlClient, list: Receipt[]): Promise<Set<string>> {
+  if (list.length === 0) return new Set();
+  const inserted = await query<{ integration_id: number; idempotency_key: string }>(
+    c,
+    'receipt_insert_many',
+    `insert into inbound_receipts (integration_id, idempotency_key, company_id, kind, outcome, conversation_id)
+     select * from unnest($1::int[], $2::text[], $3::int[], $4::text[], $5::text[], $6::int[])
+     on conflict do nothing returning integration_id, idempotency_key`,
+    [list.map((r) => r.integrationId), list.map((r) => r.key), list.map((r) => r.companyId), list.map((r) => r.kind), list.map((r) => r.outcome), list.map((r) => r.conversationId)],
+  );
+  return new Set(inserted.map((r) => receiptKey(r.integration_id, r.idempotency_key)));
+}
+
+export const receiptKey = (integrationId: number, key: string) => `${integrationId}\n${key}`;
+
+export async function setReceiptOutcomes(c: SqlClient, list: { integrationId: number; key: string; outcome: string; conversationId: number | null }[]): Promise<void> {
+  if (list.length === 0) return;
+  await query(
+    c,
+    'receipt_outcome_many',
+    `update inbound_receipts r set outcome = v.outcome, conversation_id = v.conversation_id
+     from unnest($1::int[], $2::text[], $3::text[], $4::int[]) as v(integration_id, idempotency_key, outcome, conversation_id)
+     where r.integration_id = v.integration_id and r.idempotency_key = v.idempotency_key`,
+    [list.map((r) => r.integrationId), list.map((r) => r.key), list.map((r) => r.outcome), list.map((r) => r.conversationId)],
+  );
+}
+
+/** Inserts messages; a row that conflicts (one reply per answered message) is skipped and missing from the result. */
+export async function insertMessages(c: SqlClient, list: NewMessage[]): Promise<MessageRow[]> {
+  if (list.length === 0) return [];
+  return query<MessageRow>(
+    c,
+    'message_insert_many',
+    `insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
+     select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments::jsonb
+     from unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[])
+       as v(company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
+     on conflict do nothing returning *`,
+    [
+      list.map((m) => m.companyId), list.map((m) => m.conversationId), list.map((m) => m.seq), list.map((m) => m.role), list.map((m) => m.kind), list.map((m) => m.text),
+      list.map((m) => m.externalId), list.map((m) => m.replyToId), list.map((m) => m.delivery), list.map((m) => JSON.stringify(m.attachments)),
+    ],
+  );
+}
+
+export async function insertOutbox(c: SqlClient, list: { companyId: number; conversationId: number; messageId: string; partition: number; kind: string }[]): Promise<void> {
+  if (list.length === 0) return;
+  await query(
+    c,
+    'outbox_insert_many',
+    `insert into outbox (company_id, conversation_id, message_id, partition, kind)
+     select * from unnest($1::int[], $2::int[], $3::bigint[], $4::int[], $5::text[]) on conflict do nothing`,
+    [list.map((o) => o.companyId), list.map((o) => o.conversationId), list.map((o) => o.messageId), list.map((o) => o.partition), list.map((o) => o.kind)],
+  );
+}
+
+/** Inserts transition log entries; returns when each was recorded, by conversation and seq. */
+export async function insertTransitions(c: SqlClient, list: NewTransition[]): Promise<Map<string, Date>> {
+  if (list.length === 0) return new Map();
+  const inserted = await query<{ conversation_id: number; seq: number; at: Date }>(
+    c,
+    'transition_insert_many',
     `insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
-     values (?, ?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb) returning at`,
-    [conv.company_id, conv.id, seq, t.event, JSON.stringify(t.payload), JSON.stringify(t.from), JSON.stringify(t.to), JSON.stringify(t.actions)],
+     select company_id, conversation_id, seq, event, payload::jsonb, from_state::jsonb, to_state::jsonb, actions::jsonb
+     from unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+       as v(company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
+     returning conversation_id, seq, at`,
+    [
+      list.map((t) => t.companyId), list.map((t) => t.conversationId), list.map((t) => t.seq), list.map((t) => t.event), list.map((t) => JSON.stringify(t.payload)),
+      list.map((t) => JSON.stringify(t.from)), list.map((t) => JSON.stringify(t.to)), list.map((t) => JSON.stringify(t.actions)),
+    ],
   );
-  conv.transition_seq = seq;
-  return { ...t, seq, at: row!.at };
+  return new Map(inserted.map((r) => [`${r.conversation_id}:${r.seq}`, r.at]));
 }
 
-export async function saveConversation(em: EntityManager, conv: ConversationRow, changes: { snapshot?: ConversationRow['snapshot']; lastMessageAt?: Date; clearHold?: boolean; channelId?: string | null; transport?: string | null }): Promise<void> {
-  if (changes.snapshot) {
-    conv.snapshot = changes.snapshot;
-    conv.state = changes.snapshot.value;
-    const status = statusOf(changes.snapshot.value);
-    if (status === 'closed' && conv.status !== 'closed') conv.closed_at = new Date();
-    conv.status = status;
-  }
-  if (changes.lastMessageAt) conv.last_message_at = changes.lastMessageAt;
-  if (changes.clearHold) conv.hold_requested_at = null;
-  if (changes.channelId) conv.channel_id = changes.channelId;
-  if (changes.transport) conv.transport = changes.transport;
-  const updated = await one<{ updated_at: Date }>(
-    em,
-    `update conversations set status = ?, state = ?::jsonb, snapshot = ?::jsonb, message_seq = ?, transition_seq = ?,
-       last_message_at = ?, closed_at = ?, hold_requested_at = ?, channel_id = ?, transport = ?, updated_at = now()
-     where id = ? returning updated_at`,
-    [conv.status, JSON.stringify(conv.state), JSON.stringify(conv.snapshot), conv.message_seq, conv.transition_seq,
-      conv.last_message_at, conv.closed_at, conv.hold_requested_at, conv.channel_id, conv.transport, conv.id],
+/** Writes the in-memory rows back (snapshot, sequences, times, hold); sets their `updated_at`. */
+export async function saveConversations(c: SqlClient, list: ConversationRow[]): Promise<void> {
+  if (list.length === 0) return;
+  const updated = await query<{ id: number; updated_at: Date }>(
+    c,
+    'conv_save_many',
+    `update conversations c set status = v.status, state = v.state::jsonb, snapshot = v.snapshot::jsonb, message_seq = v.message_seq,
+       transition_seq = v.transition_seq, last_message_at = v.last_message_at, closed_at = v.closed_at,
+       hold_requested_at = v.hold_requested_at, channel_id = v.channel_id, transport = v.transport, updated_at = now()
+     from unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[])
+       as v(id, status, state, snapshot, message_seq, transition_seq, last_message_at, closed_at, hold_requested_at, channel_id, transport)
+     where c.id = v.id returning c.id, c.updated_at`,
+    [
+      list.map((r) => r.id), list.map((r) => r.status), list.map((r) => JSON.stringify(r.state)), list.map((r) => JSON.stringify(r.snapshot)),
+      list.map((r) => r.message_seq), list.map((r) => r.transition_seq), list.map((r) => r.last_message_at), list.map((r) => r.closed_at),
+      list.map((r) => r.hold_requested_at), list.map((r) => r.channel_id), list.map((r) => r.transport),
+    ],
   );
-  conv.updated_at = updated!.updated_at;
+  const at = new Map(updated.map((u) => [u.id, u.updated_at]));
+  for (const r of list) r.updated_at = at.get(r.id) ?? r.updated_at;
 }
 
-export async function findMessage(em: EntityManager, id: string): Promise<MessageRow | null> {
-  return one<MessageRow>(em, `select * from conversation_messages where id = ?`, [id]);
+export interface Ref {
+  integrationId: number;
+  kind: 'request' | 'dialog';
+  refId: number;
+  conversationId: number;
+  companyId: number;
+}
+
+export async function rememberRefs(c: SqlClient, list: Ref[]): Promise<void> {
+  // One row per key: an upsert may not touch the same row twice in one statement.
+  const unique = new Map(list.map((r) => [`${r.integrationId}:${r.kind}:${r.refId}:${r.conversationId}`, r]));
+  if (unique.size === 0) return;
+  const refs = [...unique.values()];
+  await query(
+    c,
+    'refs_upsert_many',
+    `insert into conversation_refs (integration_id, kind, ref_id, conversation_id, company_id)
+     select * from unnest($1::int[], $2::text[], $3::bigint[], $4::int[], $5::int[])
+     on conflict (integration_id, kind, ref_id, conversation_id) do update set seen_at = now()`,
+    [refs.map((r) => r.integrationId), refs.map((r) => r.kind), refs.map((r) => r.refId), refs.map((r) => r.conversationId), refs.map((r) => r.companyId)],
+  );
+}
+
+export function findMessage(c: SqlClient, id: string): Promise<MessageRow | null> {
+  return query<MessageRow>(c, 'message_find', `select * from conversation_messages where id = $1`, [id]).then(first);
 }
 
 /**
@@ -206,29 +294,42 @@ export async function findMessage(em: EntityManager, id: string): Promise<Messag
  * applies an answer the machine is still waiting for; the unique index makes it a proof).
  */
 export async function chargeModelUsage(
-  em: EntityManager,
-  c: { companyId: number; conversationId: number; messageId: string; model: string; inputTokens: number; outputTokens: number; costUsd: string },
+  c: SqlClient,
+  u: { companyId: number; conversationId: number; messageId: string; model: string; inputTokens: number; outputTokens: number; costUsd: string },
 ): Promise<{ ledgerId: string; amountUsd: string; balanceAfterUsd: string } | null> {
-  if (await one(em, `select 1 from credit_ledger where kind = 'model_usage' and message_id = ?::bigint`, [c.messageId])) return null;
-  const company = await one<{ balance_usd: string }>(em, `update companies set balance_usd = balance_usd - ?::numeric where id = ? returning balance_usd::text`, [c.costUsd, c.companyId]);
-  if (!company) throw new Error(`company ${c.companyId} not found`);
-  const entry = await one<{ id: string; amount_usd: string }>(
-    em,
-    `insert into credit_ledger (company_id, kind, amount_usd, balance_after_usd, input_tokens, output_tokens, model, conversation_id, message_id)
-     values (?, 'model_usage', -(?::numeric), ?::numeric, ?, ?, ?, ?, ?::bigint) returning id::text, amount_usd::text`,
-    [c.companyId, c.costUsd, company.balance_usd, c.inputTokens, c.outputTokens, c.model, c.conversationId, c.messageId],
+  const paid = await query(c, 'usage_paid', `select 1 from credit_ledger where kind = 'model_usage' and message_id = $1::bigint`, [u.messageId]);
+  if (paid.length > 0) return null;
+  const company = first(await query<{ balance_usd: string }>(c, 'usage_debit', `update companies set balance_usd = balance_usd - $1::numeric where id = $2 returning balance_usd::text`, [u.costUsd, u.companyId]));
+  if (!company) throw new Error(`company ${u.companyId} not found`);
+  const entry = first(
+    await query<{ id: string; amount_usd: string }>(
+      c,
+      'usage_ledger',
+      `insert into credit_ledger (company_id, kind, amount_usd, balance_after_usd, input_tokens, output_tokens, model, conversation_id, message_id)
+       values ($1, 'model_usage', -($2::numeric), $3::numeric, $4, $5, $6, $7, $8::bigint) returning id::text, amount_usd::text`,
+      [u.companyId, u.costUsd, company.balance_usd, u.inputTokens, u.outputTokens, u.model, u.conversationId, u.messageId],
+    ),
   );
   return { ledgerId: entry!.id, amountUsd: entry!.amount_usd, balanceAfterUsd: company.balance_usd };
 }
 
 /** The conversation's messages before `beforeMessageId`, oldest first (at most `limit`); replies never delivered are left out. */
-export async function recentMessages(em: EntityManager, conversationId: number, beforeMessageId: string, limit: number): Promise<{ role: string; text: string }[]> {
-  const found = await rows<{ role: string; text: string }>(
-    em,
+export async function recentMessages(c: SqlClient, conversationId: number, beforeMessageId: string, limit: number): Promise<{ role: string; text: string }[]> {
+  const found = await query<{ role: string; text: string }>(
+    c,
+    'messages_recent',
     `select role, text from conversation_messages
-     where conversation_id = ? and id < ?::bigint and coalesce(delivery, 'sent') not in ('cancelled', 'failed')
-     order by seq desc limit ?`,
+     where conversation_id = $1 and id < $2::bigint and coalesce(delivery, 'sent') not in ('cancelled', 'failed')
+     order by seq desc limit $3`,
     [conversationId, beforeMessageId, limit],
   );
   return found.reverse();
+}
+
+export function isCompanyInCredit(c: SqlClient, companyId: number): Promise<boolean> {
+  return query<{ positive: boolean }>(c, 'company_in_credit', 'select balance_usd > 0 as positive from companies where id = $1', [companyId]).then((r) => r[0]?.positive ?? false);
+}
+
+export function agentOfIntegration(c: SqlClient, integrationId: number): Promise<number | null> {
+  return query<{ agent_id: number | null }>(c, 'integration_agent', 'select agent_id from integrations where id = $1', [integrationId]).then((r) => r[0]?.agent_id ?? null);
 }

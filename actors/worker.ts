@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { jetstream } from '@nats-io/jetstream';
 import type { Config } from '../lib/config.js';
-import type { Orm } from '../lib/db.js';
+import { openSqlPool, type Orm } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import { ensureStreams, streamNames } from '../lib/streams.js';
@@ -58,12 +58,14 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const jsm = await ensureStreams(nc, names);
   const js = jetstream(nc);
   const options = deps.options ?? {};
-  const agent = deps.agent ?? createAgentRunner({ orm, secrets: new SecretBox(config.secretsKeys), logger }, options.agentRunner);
+  // The hot path's own connections (group commits, outbox), besides the ORM's pool.
+  const sql = openSqlPool({ url: config.databaseUrl });
+  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), logger }, options.agentRunner);
 
   const consumers = new Map<number, PartitionConsumer>();
   let leases: PartitionLeases;
   const dispatcher = new OutboxDispatcher({ orm, nc, names, config, logger, owned: () => leases.owned() }, options.dispatcher);
-  const host = new ConversationHost({ orm, nc, names, partitions: config.partitions, logger, agent, onOutbox: () => dispatcher.kick() }, options.host);
+  const host = new ConversationHost({ sql, nc, names, partitions: config.partitions, logger, agent, onOutbox: () => dispatcher.kick() }, options.host);
   leases = new PartitionLeases(
     nc,
     names,
@@ -100,6 +102,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         await leases.close();
         await dispatcher.close();
         host.close();
+        await sql.end();
         logger.info('worker stopped');
       })()),
   };

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createActor, transition, type AnyActorRef } from 'xstate';
 import { findOpenConversation } from '../actors/store.js';
-import { openDatabase } from '../lib/db.js';
+import { inTransaction, openSqlPool } from '../lib/db.js';
 import { conversationMachine } from '../machines/conversation.js';
 import type { ConversationEvent } from '../schema/conversation.js';
 
@@ -62,7 +62,7 @@ async function* pages(client: pg.Client): AsyncGenerator<Row[]> {
 const result: Record<string, unknown> = { msg: 'probe result', mode };
 
 if (mode === 'event') {
-  const orm = await openDatabase({ url, poolMax: 2 });
+  const pool = openSqlPool({ url, poolMax: 2 });
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const { rows } = await client.query<{ client_id: string }>('select client_id from conversations where integration_id = $1 order by random() limit $2', [integrationId, sample]);
@@ -80,8 +80,8 @@ if (mode === 'event') {
     let t2 = 0;
     let t3 = 0;
     let t4 = 0;
-    await orm.em.fork().transactional(async (em) => {
-      const conv = await findOpenConversation(em, integrationId, clientId, true);
+    await inTransaction(pool, async (client) => {
+      const conv = await findOpenConversation(client, integrationId, clientId, true);
       t1 = performance.now();
       const current = conversationMachine.resolveState({ value: conv!.snapshot.value, context: conv!.snapshot.context });
       t2 = performance.now();
@@ -98,7 +98,7 @@ if (mode === 'event') {
     serialiseUs.push((t4 - t3) * 1000);
     totalMs.push(t5 - t0);
   }
-  await orm.close(true);
+  await pool.end();
   const q = (v: number[], p: number) => {
     const s = [...v].sort((a, b) => a - b);
     return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;

@@ -1,4 +1,4 @@
-import type { EntityManager } from './db.js';
+import type { EntityManager, SqlClient } from './db.js';
 
 /**
  * Full-text search over a knowledge base, shared by the gateway's search route and the
@@ -113,27 +113,44 @@ export async function searchKnowledge(em: EntityManager, options: SearchKnowledg
 }
 
 /**
- * The best document for a question, in one query, with what the built-in agent needs to
- * compose an answer: the content (or, for a large document, excerpts around the matches).
- * null when nothing matches.
+ * The best document for each of many questions, in ONE statement (the built-in agent asks
+ * for a whole batch of customer messages at once), with what it needs to compose an answer:
+ * the content (or, for a large document, excerpts around the matches). null where nothing
+ * matches. Same matching and ranking as `searchKnowledge`.
  */
-export async function bestKnowledgeMatch(
-  em: EntityManager,
-  options: Omit<SearchKnowledgeOptions, 'limit'>,
-): Promise<BestKnowledgeMatch | null> {
-  const query = normaliseQuery(options.query);
-  if (!query) return null;
-  const [top] = await rows<{ id: number; title: string; content: string; exact: boolean; rank: number }>(
-    em,
-    `with ${QUERY_CTE}, ${RANKED}
-     select r.id, r.title, r.exact, r.rank,
-            case when length(r.content) <= ${MAX_ANSWER_SOURCE_CHARS} then r.content
-                 else ts_headline('${TEXT_SEARCH_CONFIG}', r.content, q.loose, '${EXCERPT_OPTIONS}') end as content
-     from ranked r, q`,
-    [query, options.companyId, options.knowledgeBaseId, 1],
-  );
-  if (!top) return null;
-  return { documentId: top.id, title: top.title, content: top.content, score: score(top.exact, top.rank) };
+export async function bestKnowledgeMatches(client: SqlClient, questions: Omit<SearchKnowledgeOptions, 'limit'>[]): Promise<(BestKnowledgeMatch | null)[]> {
+  const asked = questions.map((q) => ({ ...q, query: normaliseQuery(q.query) }));
+  const live = asked.map((q, i) => ({ ...q, i })).filter((q) => q.query !== '');
+  const out: (BestKnowledgeMatch | null)[] = asked.map(() => null);
+  if (live.length === 0) return out;
+  const { rows: found } = await client.query<{ ord: string; id: number; title: string; content: string; exact: boolean; rank: number }>({
+    name: 'kb_best_many',
+    text: `with q as (
+             select x.ord, x.company_id, x.knowledge_base_id,
+                    websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', x.text) as strict,
+                    (select string_agg(${quotedLexeme('l')}, ' | ')
+                     from unnest(tsvector_to_array(to_tsvector('${TEXT_SEARCH_CONFIG}', x.text))) as l)::tsquery as loose
+             from unnest($1::text[], $2::int[], $3::int[]) with ordinality as x(text, company_id, knowledge_base_id, ord)
+           )
+           select q.ord, r.id, r.title, r.exact, r.rank,
+                  case when length(r.content) <= ${MAX_ANSWER_SOURCE_CHARS} then r.content
+                       else ts_headline('${TEXT_SEARCH_CONFIG}', r.content, q.loose, '${EXCERPT_OPTIONS}') end as content
+           from q cross join lateral (
+             select d.id, d.title, d.content,
+                    (d.search_vector @@ q.strict) as exact,
+                    ts_rank_cd(d.search_vector, q.loose, 1 | 32) as rank
+             from knowledge_documents d
+             where d.company_id = q.company_id and d.knowledge_base_id = q.knowledge_base_id and d.search_vector @@ q.loose
+             order by exact desc, rank desc, d.id asc
+             limit 1
+           ) r`,
+    values: [live.map((q) => q.query), live.map((q) => q.companyId), live.map((q) => q.knowledgeBaseId)],
+  });
+  for (const r of found) {
+    const q = live[Number(r.ord) - 1]!;
+    out[q.i] = { documentId: r.id, title: r.title, content: r.content, score: score(r.exact, r.rank) };
+  }
+  return out;
 }
 
 /** ts_headline keeps the document's whitespace; a snippet reads better on one line. */

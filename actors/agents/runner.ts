@@ -1,11 +1,12 @@
-import type { Orm } from '../../lib/db.js';
-import { bestKnowledgeMatch, searchKnowledge } from '../../lib/knowledge.js';
+import type { Orm, SqlPool } from '../../lib/db.js';
+import { bestKnowledgeMatches, searchKnowledge, type BestKnowledgeMatch, type SearchKnowledgeOptions } from '../../lib/knowledge.js';
+import { Batcher } from '../batcher.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { tenantScope } from '../../lib/tenancy.js';
 import type { AgentOutput, HandoffReason } from '../../schema/conversation.js';
 import { AgentSchema, type ModelPricing } from '../../schema/entities.js';
-import { one, recentMessages } from '../store.js';
+import { isCompanyInCredit, recentMessages } from '../store.js';
 import { composeAnswer, DEFAULT_ANSWER_LENGTH, wantsHuman } from './builtin.js';
 import { callChatModel, ModelCallCancelled, type ModelCall } from './openai-model.js';
 import { costUsd, pricingFor } from './pricing.js';
@@ -16,7 +17,8 @@ import type { AgentInputForRunner, AgentRunner } from './types.js';
  * The agent runner of the worker: picks the provider per agent.
  *
  * - `builtin`: answers from the knowledge base (actors/agents/builtin.ts), no model, no
- *   cost. One cached config lookup and one search query per answer, as before.
+ *   cost. One cached config lookup per answer; the knowledge lookups of answers asked at
+ *   the same time share one statement (lib/knowledge.ts bestKnowledgeMatches).
  * - `openai`: any OpenAI-compatible chat-completions server (actors/agents/openai-model.ts).
  *   Before the call: a customer asking for a person is handed off (no call, no cost); a
  *   company whose balance is ≤ 0 is handed off with reason `no_credit` (no call). The
@@ -47,6 +49,7 @@ export interface AgentRunnerOptions {
 
 export interface AgentRunnerDeps {
   orm: Orm;
+  sql: SqlPool;
   secrets: SecretBox;
   logger?: Logger;
 }
@@ -64,7 +67,7 @@ interface AgentConfig {
 }
 
 export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOptions = {}): AgentRunner {
-  const { orm, secrets, logger } = deps;
+  const { orm, sql, secrets, logger } = deps;
   const ttl = options.cacheTtlMs ?? 5_000;
   const maxEntries = options.cacheMaxEntries ?? 10_000;
   const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
@@ -113,9 +116,12 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     ...extra,
   });
 
+  // Questions asked while a lookup runs go together in the next one (one statement for many).
+  const lookups = new Batcher<Omit<SearchKnowledgeOptions, 'limit'>, BestKnowledgeMatch | null>((questions) => bestKnowledgeMatches(sql, questions));
+
   async function builtin(input: AgentInputForRunner, config: AgentConfig): Promise<AgentOutput> {
     if (config.knowledgeBaseId === null) return handoff(config, 'no_answer');
-    const match = await bestKnowledgeMatch(rawEm, { companyId: input.companyId, knowledgeBaseId: config.knowledgeBaseId, query: input.text });
+    const match = await lookups.submit({ companyId: input.companyId, knowledgeBaseId: config.knowledgeBaseId, query: input.text });
     const text = match && composeAnswer(input.text, match, maxLength);
     return text ? { kind: 'reply', text } : handoff(config, 'no_answer');
   }
@@ -133,14 +139,13 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       log?.error({ err }, 'agent: the model API key cannot be opened (SECRETS_KEY rotated away?); handing off');
       return handoff(config, 'model_failed', { detail: 'model API key unreadable' });
     }
-    const credit = await one<{ positive: boolean }>(rawEm, 'select balance_usd > 0 as positive from companies where id = ?', [input.companyId]);
-    if (!credit?.positive) return handoff(config, 'no_credit');
+    if (!(await isCompanyInCredit(sql, input.companyId))) return handoff(config, 'no_credit');
 
     const [found, history] = await Promise.all([
       config.knowledgeBaseId !== null && passages > 0
         ? searchKnowledge(rawEm, { companyId: input.companyId, knowledgeBaseId: config.knowledgeBaseId, query: input.text, limit: passages })
         : Promise.resolve([]),
-      recentMessages(rawEm, input.conversationId, input.messageId, historyMax),
+      recentMessages(sql, input.conversationId, input.messageId, historyMax),
     ]);
     const messages = buildPrompt({
       systemPrompt: config.systemPrompt,

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { chargeModelUsage } from '../../actors/store.js';
+import { inTransaction, openSqlPool } from '../../lib/db.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -251,8 +252,10 @@ t.test('an answer is debited at most once (the ledger is keyed by the answered m
   const conv = await conversationOf(integration, 'once');
   const [question] = await sql(svc.orm, `select id from conversation_messages where conversation_id = ? and role = 'customer'`, [conv.id]);
   // Paying for the same answer again (as a re-asked answer after a crash would) does nothing.
-  const again = await svc.orm.em.fork().transactional((em) =>
-    chargeModelUsage(em, { companyId: user.companyId, conversationId: conv.id, messageId: String(question.id), model: 'gpt-4o', inputTokens: 1234, outputTokens: 567, costUsd: '0.008755' }),
+  const pool = openSqlPool({ url: svc.config.databaseUrl, poolMax: 1 });
+  t.teardown(() => pool.end());
+  const again = await inTransaction(pool, (client) =>
+    chargeModelUsage(client, { companyId: user.companyId, conversationId: conv.id, messageId: String(question.id), model: 'gpt-4o', inputTokens: 1234, outputTokens: 567, costUsd: '0.008755' }),
   );
   t.equal(again, null);
   await t.rejects(

@@ -1,0 +1,234 @@
+import { transition, type AnyEventObject } from 'xstate';
+import type { SqlClient } from '../lib/db.js';
+import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
+import { conversationMachine, statusOf } from '../machines/conversation.js';
+import type { ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
+import {
+  insertMessages,
+  insertOutbox,
+  insertTransitions,
+  rememberRefs,
+  saveConversations,
+  type ConversationRow,
+  type MessageRow,
+  type NewMessage,
+  type NewTransition,
+  type Ref,
+} from './store.js';
+
+/**
+ * What one transaction writes, planned in memory and then written with one bulk statement
+ * per table (`write`), however many conversations the transaction carries.
+ *
+ * `step` applies an event to a locked conversation's machine with xstate's pure
+ * `transition()` and plans the host's side of the machine's named actions: agent replies
+ * and handoff notices become messages with an outbox row (the dispatcher sends them), and
+ * every change is logged as a transition. The conversation rows are changed in memory and
+ * saved at the end; notices for the inspect stream and the webchat are built after the
+ * writes, from what the database returned.
+ */
+export interface CompanyNotice {
+  companyId: number;
+  notice: ConversationNotice;
+}
+
+export interface ConversationChanges {
+  lastMessageAt?: Date;
+  clearHold?: boolean;
+  channelId?: string | null;
+  transport?: string | null;
+}
+
+interface PlannedMessage {
+  conv: ConversationRow;
+  row: NewMessage;
+  outboxKind: 'agent_reply' | 'handoff_notice' | 'operator_reply' | null;
+  stored: MessageRow | null;
+}
+
+type NoticeSource =
+  | { kind: 'message'; conv: ConversationRow; message: PlannedMessage | MessageRow }
+  | { kind: 'transition'; conv: ConversationRow; t: NewTransition }
+  | { kind: 'notice'; companyId: number; notice: () => ConversationNotice };
+
+export function rowToView(c: ConversationRow): ConversationView {
+  return conversationView({
+    id: c.id,
+    integrationId: c.integration_id,
+    channel: c.channel,
+    clientId: c.client_id,
+    status: c.status,
+    state: c.state,
+    snapshot: c.snapshot,
+    createdAt: c.created_at,
+    updatedAt: c.updated_at,
+    lastMessageAt: c.last_message_at,
+    closedAt: c.closed_at,
+  });
+}
+
+export function messageRowView(m: MessageRow) {
+  return messageView({
+    id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id,
+    replyToId: m.reply_to_id, delivery: m.delivery, createdAt: m.created_at,
+  });
+}
+
+/** The event without its type, JSON-safe (errors become their message). */
+function payloadOf(event: AnyEventObject): Record<string, unknown> {
+  const { type: _type, ...rest } = event as Record<string, unknown>;
+  if (rest.error instanceof Error) rest.error = rest.error.message;
+  return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+export class TxPlan {
+  readonly #messages: PlannedMessage[] = [];
+  readonly #transitions: NewTransition[] = [];
+  readonly #refs: Ref[] = [];
+  readonly #touched = new Set<ConversationRow>();
+  readonly #notices: NoticeSource[] = [];
+  /** Set when the plan queues outbox rows (the dispatcher is kicked after the commit). */
+  outbox = false;
+
+  /** Changes the row in memory; it is saved by `write`. */
+  touch(conv: ConversationRow, changes: ConversationChanges = {}): void {
+    if (changes.lastMessageAt) conv.last_message_at = changes.lastMessageAt;
+    if (changes.clearHold) conv.hold_requested_at = null;
+    if (changes.channelId) conv.channel_id = changes.channelId;
+    if (changes.transport) conv.transport = changes.transport;
+    this.#touched.add(conv);
+  }
+
+  /** Plans a message of the conversation (the next seq), optionally with its outbox row. */
+  addMessage(
+    conv: ConversationRow,
+    m: { role: string; kind?: string; text: string; replyToId?: string | null; delivery?: string | null },
+    outboxKind: PlannedMessage['outboxKind'] = null,
+  ): void {
+    conv.message_seq += 1;
+    const planned: PlannedMessage = {
+      conv,
+      row: {
+        companyId: conv.company_id, conversationId: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
+        externalId: null, replyToId: m.replyToId ?? null, delivery: m.delivery ?? null, attachments: [],
+      },
+      outboxKind,
+      stored: null,
+    };
+    this.#messages.push(planned);
+    if (outboxKind) this.outbox = true;
+    this.#notices.push({ kind: 'message', conv, message: planned });
+    this.touch(conv);
+  }
+
+  /** A message stored earlier in this transaction (the customer's), for the notices. */
+  noticeStored(conv: ConversationRow, row: MessageRow): void {
+    this.#notices.push({ kind: 'message', conv, message: row });
+  }
+
+  notice(companyId: number, notice: () => ConversationNotice): void {
+    this.#notices.push({ kind: 'notice', companyId, notice });
+  }
+
+  remember(conv: ConversationRow, requestId: number | null | undefined, dialogId: number | null | undefined): void {
+    for (const [kind, id] of [['request', requestId], ['dialog', dialogId]] as const) {
+      if (typeof id !== 'number' || !Number.isFinite(id)) continue;
+      this.#refs.push({ integrationId: conv.integration_id, kind, refId: id, conversationId: conv.id, companyId: conv.company_id });
+    }
+  }
+
+  /**
+   * Applies one event to the conversation's machine. Returns false when the machine ignored
+   * it (nothing logged; `changes` are still applied).
+   */
+  step(conv: ConversationRow, event: AnyEventObject, changes: ConversationChanges = {}): boolean {
+    const current = conversationMachine.resolveState({ value: conv.snapshot.value, context: conv.snapshot.context });
+    const [next, actions] = transition(conversationMachine, current, event as ConversationEvent);
+    const persisted = JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(next))) as ConversationRow['snapshot'];
+    const named = actions.filter((a) => !a.type.startsWith('xstate.')).map((a) => ({ type: a.type, params: a.params as unknown }));
+    const changed = named.length > 0 || !sameJson(persisted.value, conv.snapshot.value) || !sameJson(persisted.context, conv.snapshot.context);
+    if (!changed) {
+      if (changes.lastMessageAt || changes.channelId || changes.transport || changes.clearHold) this.touch(conv, changes);
+      return false;
+    }
+    // An operator asked for a pause / close that is not applied yet: the human wins.
+    const hold = conv.hold_requested_at !== null;
+    const recorded = named.map((a) => ({ ...a, effect: this.#perform(conv, a, hold) }));
+    const from = conv.state;
+    conv.transition_seq += 1;
+    const t: NewTransition = { companyId: conv.company_id, conversationId: conv.id, seq: conv.transition_seq, event: event.type, payload: payloadOf(event), from, to: persisted.value, actions: recorded };
+    this.#transitions.push(t);
+    conv.snapshot = persisted;
+    conv.state = persisted.value;
+    const status = statusOf(persisted.value);
+    if (status === 'closed' && conv.status !== 'closed') conv.closed_at = new Date();
+    conv.status = status;
+    this.touch(conv, changes);
+    this.#notices.push({ kind: 'transition', conv, t });
+    return true;
+  }
+
+  /** The host side of the machine's named actions. Returns what was done, for the log. */
+  #perform(conv: ConversationRow, action: { type: string; params: unknown }, hold: boolean): string {
+    switch (action.type) {
+      case 'agent_reply': {
+        const p = action.params as { messageId: string | null; text: string };
+        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending' }, hold ? null : 'agent_reply');
+        return hold ? 'cancelled: an operator took over' : 'queued';
+      }
+      case 'session_transfer_external': {
+        const p = action.params as SessionTransferExternalParams;
+        if (p.origin === 'helpdesk') return 'recorded: a human operator has the dialog';
+        this.addMessage(conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, replyToId: p.messageId, delivery: 'pending' }, 'handoff_notice');
+        return 'handoff notice queued; transfer recorded (no helpdesk group configured: no transfer call)';
+      }
+      case 'session_close':
+        return 'recorded';
+      default:
+        return 'ignored';
+    }
+  }
+
+  /** Writes the plan (inside the caller's transaction) and returns the notices to publish after the commit. */
+  async write(client: SqlClient): Promise<CompanyNotice[]> {
+    if (this.#messages.length > 0) {
+      const stored = await insertMessages(client, this.#messages.map((m) => m.row));
+      const bySeq = new Map(stored.map((r) => [`${r.conversation_id}:${r.seq}`, r]));
+      for (const m of this.#messages) m.stored = bySeq.get(`${m.row.conversationId}:${m.row.seq}`) ?? null;
+      // A reply that conflicts (one reply per answered message) was already stored: never queue it twice.
+      await insertOutbox(
+        client,
+        this.#messages
+          .filter((m) => m.outboxKind && m.stored)
+          .map((m) => ({ companyId: m.conv.company_id, conversationId: m.conv.id, messageId: m.stored!.id, partition: m.conv.partition, kind: m.outboxKind! })),
+      );
+    }
+    const at = await insertTransitions(client, this.#transitions);
+    await rememberRefs(client, this.#refs);
+    await saveConversations(client, [...this.#touched]);
+    const out: CompanyNotice[] = [];
+    for (const n of this.#notices) {
+      if (n.kind === 'notice') {
+        out.push({ companyId: n.companyId, notice: n.notice() });
+      } else if (n.kind === 'message') {
+        const row = 'row' in n.message ? n.message.stored : n.message;
+        if (row) out.push({ companyId: n.conv.company_id, notice: { type: 'message', conversationId: n.conv.id, message: messageRowView(row) } });
+      } else {
+        const t = n.t;
+        const recordedAt = at.get(`${t.conversationId}:${t.seq}`) ?? new Date();
+        out.push({
+          companyId: n.conv.company_id,
+          notice: {
+            type: 'transition',
+            conversationId: n.conv.id,
+            transition: { seq: t.seq, at: new Date(recordedAt).toISOString(), event: t.event, payload: t.payload, from: t.from, to: t.to, actions: t.actions },
+            conversation: rowToView(n.conv),
+          },
+        });
+      }
+    }
+    return out;
+  }
+}
