@@ -94,7 +94,16 @@ export type SqlPool = pg.Pool;
 export type SqlClient = pg.Pool | pg.PoolClient;
 
 export function openSqlPool({ url, poolMax = 10 }: OpenDatabaseOptions): SqlPool {
-  const pool = new pg.Pool({ connectionString: url, max: poolMax, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolMax,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    // A named statement's plan is cached after a few runs; one cached while the tables were
+    // tiny (a fresh database) would keep scanning them whole as they grow. Plan each run: the
+    // parse is still saved.
+    options: '-c plan_cache_mode=force_custom_plan',
+  });
   // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
   pool.on('error', () => {});
   return pool;

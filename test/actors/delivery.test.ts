@@ -146,3 +146,41 @@ t.test('end to end through the signed helpdesk webhook', async (t) => {
   });
   t.equal(conv.state, 'closed');
 });
+
+t.test('a burst across many conversations: each reply sent once, in order per conversation, each delivery announced', async (t) => {
+  const conversations = 30;
+  const perConversation = 4;
+  const clients = Array.from({ length: conversations }, (_, c) => `burst-${c}`);
+  // What the operator's live view (GET /conversations/:id/inspect) relays.
+  const announced = new Map<string, (string | null)[]>();
+  const sub = svc.nc.subscribe(`${svc.config.natsPrefix}.conv.${user.companyId}.*`, {
+    callback: (err, msg) => {
+      if (err) return;
+      const notice = msg.json<{ type: string; message?: { text: string; delivery: string; externalId: string | null } }>();
+      if (notice.type !== 'message' || notice.message?.delivery !== 'sent' || !notice.message.text.startsWith('echo: burst')) return;
+      announced.set(notice.message.text, [...(announced.get(notice.message.text) ?? []), notice.message.externalId]);
+    },
+  });
+  t.teardown(() => sub.unsubscribe());
+
+  await Promise.all(
+    clients.map(async (clientId) => {
+      for (let k = 0; k < perConversation; k++) await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, clientId, `burst ${clientId} #${k}`));
+    }),
+  );
+  const want = (clientId: string) => Array.from({ length: perConversation }, (_, k) => `echo: burst ${clientId} #${k}`);
+  await stub.waitFor(() => clients.every((c) => messagesTo(c).length >= perConversation), 20_000);
+  await new Promise((r) => setTimeout(r, 500)); // nothing more arrives
+  for (const clientId of clients) t.same(messagesTo(clientId).map((r) => r.body.text), want(clientId), `${clientId}: each reply once, in order`);
+
+  const rows = await sql(
+    svc.orm,
+    `select o.status, o.attempts, m.delivery, m.external_id from outbox o join conversation_messages m on m.id = o.message_id
+     join conversations c on c.id = o.conversation_id where c.integration_id = ? and c.client_id = any(?::text[])`,
+    [integration.id, `{${clients.join(',')}}`],
+  );
+  t.equal(rows.length, conversations * perConversation);
+  t.ok(rows.every((r) => r.status === 'sent' && r.attempts === 1 && r.delivery === 'sent' && r.external_id), 'every row and message recorded as sent once, with the helpdesk id');
+  await eventually(async () => announced.size === conversations * perConversation, 5000, 'every delivery announced');
+  t.ok([...announced.values()].every((ids) => ids.length === 1 && ids[0]), 'each delivery announced once, with the helpdesk message id');
+});

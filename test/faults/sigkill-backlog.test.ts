@@ -31,7 +31,9 @@ t.test('SIGKILL mid-backlog: all answered exactly once, in order', async (t) => 
     throw err;
   }
   await sleep(1500); // nothing more arrives
-  // The dispatcher has at most one batch (20 rows) of sends in flight when it is killed.
-  checkExactlyOnceInOrder(t, b, 20);
+  // A killed dispatcher may have sent rows it had no time to record: at most one per
+  // conversation (a conversation's next row waits for the previous one), so at most one
+  // per conversation of the backlog is repeated.
+  checkExactlyOnceInOrder(t, b, b.conversations);
   t.comment(`total ${Date.now() - started} ms`);
 });
