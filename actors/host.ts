@@ -45,7 +45,9 @@ import { rowToView, TxPlan, type CompanyNotice } from './tx-plan.js';
  *   per table; only after the commit are the JetStream messages acked. A batch that fails
  *   is retried item by item, so one bad envelope does not hold up the others. Status and
  *   operator events (rare) get a transaction each, through the same plan.
- * - The agent runs between two transactions: the customer message moves the machine to
+ * - An agent that answers from the database alone (the built-in agent) is asked inside
+ *   the message's transaction, so message and answer commit together.
+ * - Any other agent (a model call) runs between two transactions: the customer message moves the machine to
  *   `active.answering` (committed), the agent is asked outside any transaction, and its
  *   answer is applied as `xstate.done.actor.agent` only if the machine is still answering
  *   that very message (stored message id). Status and operator events are applied while the
@@ -373,12 +375,32 @@ export class ConversationHost {
         ...(m.requestId !== null ? { requestId: m.requestId } : {}),
         ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
       };
+      plan.remember(conv, m.requestId, m.dialogId);
       plan.step(conv, event, { lastMessageAt: now, channelId: m.channelId, transport: m.transport });
       plan.touch(conv);
-      plan.remember(conv, m.requestId, m.dialogId);
       if (isAnswering(conv.state)) outcomes[i] = { kind: 'answer', conv, messageId: row.id, text: m.text };
     }
+    await this.#answerLocally(client, plan, outcomes);
     return outcomes;
+  }
+
+  /**
+   * Agents that answer from the database alone (agents/types.ts `answersLocally`) are asked
+   * here, inside the message transaction: message and answer commit together, the lane goes
+   * on at once, and the conversation is locked and written once instead of twice.
+   */
+  async #answerLocally(client: SqlClient, plan: TxPlan, outcomes: MessageOutcome[]): Promise<void> {
+    const local: { i: number; conv: ConversationRow; messageId: string; text: string; agentId: number | null }[] = [];
+    outcomes.forEach((o, i) => {
+      if (o.kind !== 'answer') return;
+      const agentId = this.#cachedAgentOf(o.conv.integration_id);
+      if (agentId !== undefined && this.#deps.agent.answersLocally?.(o.conv.company_id, agentId)) local.push({ i, conv: o.conv, messageId: o.messageId, text: o.text, agentId });
+    });
+    const events = await Promise.all(local.map((l) => this.#ask(l.conv, l.messageId, l.text, l.agentId)));
+    for (const [n, l] of local.entries()) {
+      await this.#applyAnswer(client, plan, l.conv, l.messageId, events[n]!);
+      outcomes[l.i] = { kind: 'done' };
+    }
   }
 
   #resumeAnswer(lane: Lane, conv: ConversationRow): void {
@@ -409,25 +431,39 @@ export class ConversationHost {
     return task;
   }
 
-  async #agentOf(integrationId: number): Promise<number | null> {
+  /** The integration's agent if looked up recently, else undefined. */
+  #cachedAgentOf(integrationId: number): number | null | undefined {
     const hit = this.#agentIds.get(integrationId);
-    if (hit && hit.expires > Date.now()) return hit.agentId;
+    return hit && hit.expires > Date.now() ? hit.agentId : undefined;
+  }
+
+  async #agentOf(integrationId: number): Promise<number | null> {
+    const cached = this.#cachedAgentOf(integrationId);
+    if (cached !== undefined) return cached;
     const agentId = await agentOfIntegration(this.#deps.sql, integrationId);
     this.#agentIds.set(integrationId, { agentId, expires: Date.now() + AGENT_ID_TTL_MS });
     return agentId;
   }
 
+  /** Asks the agent; its answer or its failure, as the machine's event. */
+  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, signal?: AbortSignal): Promise<AnyEventObject> {
+    try {
+      const output = await this.#agents.run(() =>
+        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, ...(signal ? { signal } : {}) }),
+      );
+      return { type: 'xstate.done.actor.agent', output };
+    } catch (err) {
+      if (signal?.aborted) this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: the agent was cancelled (taken over)');
+      else this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent failed; handing off');
+      return { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
+    }
+  }
+
   async #answer(conv: ConversationRow, messageId: string, text: string, signal: AbortSignal): Promise<ItemResult> {
     let event: AnyEventObject;
     try {
-      const agentId = await this.#agentOf(conv.integration_id);
-      const output = await this.#agents.run(() =>
-        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, signal }),
-      );
-      event = { type: 'xstate.done.actor.agent', output };
+      event = await this.#ask(conv, messageId, text, await this.#agentOf(conv.integration_id), signal);
     } catch (err) {
-      if (signal.aborted) this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: the agent was cancelled (taken over)');
-      else this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent failed; handing off');
       event = { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
     }
     for (let attempt = 1; ; attempt++) {
@@ -449,23 +485,27 @@ export class ConversationHost {
     const locked = new Map((await lockConversations(client, answers.map((a) => a.conversationId))).map((c) => [c.id, c]));
     for (const a of answers) {
       const conv = locked.get(a.conversationId);
-      if (!conv) continue;
-      const output = (a.event as { output?: AgentOutput }).output;
-      if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== a.messageId) {
-        // A human took over (pause, transfer, close) while the agent was thinking: keep the
-        // answer for the record, never send it.
-        if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, replyToId: a.messageId, delivery: 'cancelled' });
-        continue;
-      }
-      // A reply committed while an operator's pause / close is pending is cancelled, not sent
-      // (tx-plan.ts): it is not charged either.
-      const hold = conv.hold_requested_at !== null;
-      const applied = plan.step(conv, a.event);
-      if (applied && output?.usage && !hold) {
-        await chargeModelUsage(client, { companyId: conv.company_id, conversationId: conv.id, messageId: a.messageId, ...output.usage });
-      }
+      if (conv) await this.#applyAnswer(client, plan, conv, a.messageId, a.event);
     }
     return answers.map(() => undefined);
+  }
+
+  /** Applies an answer to a locked conversation, if its machine still waits for it. */
+  async #applyAnswer(client: SqlClient, plan: TxPlan, conv: ConversationRow, messageId: string, event: AnyEventObject): Promise<void> {
+    const output = (event as { output?: AgentOutput }).output;
+    if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== messageId) {
+      // A human took over (pause, transfer, close) while the agent was thinking: keep the
+      // answer for the record, never send it.
+      if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, replyToId: messageId, delivery: 'cancelled' });
+      return;
+    }
+    // A reply committed while an operator's pause / close is pending is cancelled, not sent
+    // (tx-plan.ts): it is not charged either.
+    const hold = conv.hold_requested_at !== null;
+    const applied = plan.step(conv, event);
+    if (applied && output?.usage && !hold) {
+      await chargeModelUsage(client, { companyId: conv.company_id, conversationId: conv.id, messageId, ...output.usage });
+    }
   }
 
   // ---- status events -------------------------------------------------------------------
@@ -484,8 +524,8 @@ export class ConversationHost {
       const event = {
         type: `helpdesk.${s.hookType}`, requestId: s.requestId, ...(s.dialogId !== null ? { dialogId: s.dialogId } : {}), at: env.receivedAt,
       } as ConversationEvent;
-      plan.step(conv, event);
       plan.remember(conv, s.requestId, s.dialogId);
+      plan.step(conv, event);
       await setReceiptOutcomes(client, [{ integrationId: env.integrationId, key: env.idempotencyKey, outcome: 'applied', conversationId: conv.id }]);
     });
     return 'ack';

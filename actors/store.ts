@@ -187,22 +187,38 @@ export async function setReceiptOutcomes(c: SqlClient, list: { integrationId: nu
   );
 }
 
-/** Inserts messages; a row that conflicts (one reply per answered message) is skipped and missing from the result. */
+/**
+ * Inserts messages; a row that conflicts (one reply per answered message) is skipped and
+ * missing from the result. Rows go in as one JSON parameter: V8 serialises it natively,
+ * where array parameters are escaped element by element in JavaScript.
+ */
 export async function insertMessages(c: SqlClient, list: NewMessage[]): Promise<MessageRow[]> {
   if (list.length === 0) return [];
-  return query<MessageRow>(
+  const inserted = await query<{ id: string; conversation_id: number; seq: number; created_at: Date }>(
     c,
     'message_insert_many',
     `insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-     select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments::jsonb
-     from unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[])
-       as v(company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-     on conflict do nothing returning *`,
+     select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
+     from json_to_recordset($1::json)
+       as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
+     on conflict do nothing returning id, conversation_id, seq, created_at`,
     [
-      list.map((m) => m.companyId), list.map((m) => m.conversationId), list.map((m) => m.seq), list.map((m) => m.role), list.map((m) => m.kind), list.map((m) => m.text),
-      list.map((m) => m.externalId), list.map((m) => m.replyToId), list.map((m) => m.delivery), list.map((m) => JSON.stringify(m.attachments)),
+      JSON.stringify(
+        list.map((m) => ({
+          company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
+          external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
+        })),
+      ),
     ],
   );
+  const planned = new Map(list.map((m) => [`${m.conversationId}:${m.seq}`, m]));
+  return inserted.map((r) => {
+    const m = planned.get(`${r.conversation_id}:${r.seq}`)!;
+    return {
+      id: r.id, company_id: m.companyId, conversation_id: r.conversation_id, seq: r.seq, role: m.role, kind: m.kind, text: m.text,
+      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, created_at: r.created_at,
+    };
+  });
 }
 
 export async function insertOutbox(c: SqlClient, list: { companyId: number; conversationId: number; messageId: string; partition: number; kind: string }[]): Promise<void> {
@@ -223,13 +239,14 @@ export async function insertTransitions(c: SqlClient, list: NewTransition[]): Pr
     c,
     'transition_insert_many',
     `insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
-     select company_id, conversation_id, seq, event, payload::jsonb, from_state::jsonb, to_state::jsonb, actions::jsonb
-     from unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-       as v(company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
+     select company_id, conversation_id, seq, event, payload, from_state, to_state, actions
+     from json_to_recordset($1::json)
+       as v(company_id int, conversation_id int, seq int, event text, payload jsonb, from_state jsonb, to_state jsonb, actions jsonb)
      returning conversation_id, seq, at`,
     [
-      list.map((t) => t.companyId), list.map((t) => t.conversationId), list.map((t) => t.seq), list.map((t) => t.event), list.map((t) => JSON.stringify(t.payload)),
-      list.map((t) => JSON.stringify(t.from)), list.map((t) => JSON.stringify(t.to)), list.map((t) => JSON.stringify(t.actions)),
+      JSON.stringify(
+        list.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.from, to_state: t.to, actions: t.actions })),
+      ),
     ],
   );
   return new Map(inserted.map((r) => [`${r.conversation_id}:${r.seq}`, r.at]));
@@ -241,16 +258,20 @@ export async function saveConversations(c: SqlClient, list: ConversationRow[]): 
   const updated = await query<{ id: number; updated_at: Date }>(
     c,
     'conv_save_many',
-    `update conversations c set status = v.status, state = v.state::jsonb, snapshot = v.snapshot::jsonb, message_seq = v.message_seq,
+    `update conversations c set status = v.status, state = v.state, snapshot = v.snapshot, message_seq = v.message_seq,
        transition_seq = v.transition_seq, last_message_at = v.last_message_at, closed_at = v.closed_at,
        hold_requested_at = v.hold_requested_at, channel_id = v.channel_id, transport = v.transport, updated_at = now()
-     from unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[])
-       as v(id, status, state, snapshot, message_seq, transition_seq, last_message_at, closed_at, hold_requested_at, channel_id, transport)
+     from json_to_recordset($1::json)
+       as v(id int, status text, state jsonb, snapshot jsonb, message_seq int, transition_seq int, last_message_at timestamptz,
+            closed_at timestamptz, hold_requested_at timestamptz, channel_id text, transport text)
      where c.id = v.id returning c.id, c.updated_at`,
     [
-      list.map((r) => r.id), list.map((r) => r.status), list.map((r) => JSON.stringify(r.state)), list.map((r) => JSON.stringify(r.snapshot)),
-      list.map((r) => r.message_seq), list.map((r) => r.transition_seq), list.map((r) => r.last_message_at), list.map((r) => r.closed_at),
-      list.map((r) => r.hold_requested_at), list.map((r) => r.channel_id), list.map((r) => r.transport),
+      JSON.stringify(
+        list.map((r) => ({
+          id: r.id, status: r.status, state: r.state, snapshot: r.snapshot, message_seq: r.message_seq, transition_seq: r.transition_seq,
+          last_message_at: r.last_message_at, closed_at: r.closed_at, hold_requested_at: r.hold_requested_at, channel_id: r.channel_id, transport: r.transport,
+        })),
+      ),
     ],
   );
   const at = new Map(updated.map((u) => [u.id, u.updated_at]));

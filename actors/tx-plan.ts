@@ -132,9 +132,15 @@ export class TxPlan {
     this.#notices.push({ kind: 'notice', companyId, notice });
   }
 
+  /**
+   * Records that the session saw these helpdesk ids (status events that carry only them are
+   * routed by it). Call it before `step`: an id the session's context already holds has its
+   * row already, and is not written again.
+   */
   remember(conv: ConversationRow, requestId: number | null | undefined, dialogId: number | null | undefined): void {
-    for (const [kind, id] of [['request', requestId], ['dialog', dialogId]] as const) {
-      if (typeof id !== 'number' || !Number.isFinite(id)) continue;
+    const { requestIds, dialogIds } = conv.snapshot.context;
+    for (const [kind, id, known] of [['request', requestId, requestIds], ['dialog', dialogId, dialogIds]] as const) {
+      if (typeof id !== 'number' || !Number.isFinite(id) || known?.includes(id)) continue;
       this.#refs.push({ integrationId: conv.integration_id, kind, refId: id, conversationId: conv.id, companyId: conv.company_id });
     }
   }

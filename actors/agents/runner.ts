@@ -178,6 +178,11 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   }
 
   return {
+    answersLocally(companyId, agentId): boolean {
+      if (agentId === null) return true;
+      const hit = cache.get(`${companyId}:${agentId}`);
+      return hit !== undefined && hit.expires > now() && (hit.config === null || hit.config.provider === 'builtin');
+    },
     async answer(input): Promise<AgentOutput> {
       if (input.agentId === null) return wantsHuman(input.text) ? handoff(null, 'asked_for_human') : handoff(null, 'no_answer');
       const config = await configOf(input.companyId, input.agentId);

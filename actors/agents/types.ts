@@ -32,4 +32,11 @@ export interface AgentInputForRunner {
  */
 export interface AgentRunner {
   answer(input: AgentInputForRunner): Promise<AgentOutput>;
+  /**
+   * True when this agent answers from the database alone, in about a millisecond (the
+   * built-in agent, its config cached): the host then asks it inside the transaction that
+   * stores the customer message and commits message and answer together. Otherwise (a model
+   * call, or not known yet) the answer is asked for outside any transaction.
+   */
+  answersLocally?(companyId: number, agentId: number | null): boolean;
 }
