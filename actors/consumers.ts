@@ -22,6 +22,8 @@ export interface ConsumerOptions {
 
 export const DEFAULT_ACK_WAIT_MS = 30_000;
 export const DEFAULT_MAX_ACK_PENDING = 256;
+/** The smallest idle heartbeat nats.js accepts. */
+const FETCH_HEARTBEAT_MS = 500;
 
 const ms = (n: number) => n * 1_000_000;
 
@@ -116,7 +118,9 @@ export class PartitionConsumer {
         continue;
       }
       try {
-        const batch = await consumer.fetch({ max_messages: Math.min(this.#o.fetchBatch, limit - this.#inflight.size), expires: this.#o.expiresMs });
+        // A pull that the server never ends (seen with nats-server 2.9) is only noticed by
+        // missed heartbeats: two missed beats of FETCH_HEARTBEAT_MS stall the partition.
+        const batch = await consumer.fetch({ max_messages: Math.min(this.#o.fetchBatch, limit - this.#inflight.size), expires: this.#o.expiresMs, idle_heartbeat: FETCH_HEARTBEAT_MS });
         for await (const m of batch) {
           if (this.#stopping) {
             m.nak();
@@ -127,7 +131,8 @@ export class PartitionConsumer {
       } catch (err) {
         if (this.#stopping) break;
         this.#logger.warn({ err: (err as Error).message }, 'consumer: fetch failed; retrying');
-        await sleep(500);
+        // A stale pull is retried at once; anything else (NATS away) after a pause.
+        if ((err as Error).message !== 'heartbeats missed') await sleep(500);
       }
     }
   }
