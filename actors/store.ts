@@ -221,63 +221,6 @@ export async function insertMessages(c: SqlClient, list: NewMessage[]): Promise<
   });
 }
 
-export async function insertOutbox(c: SqlClient, list: { companyId: number; conversationId: number; messageId: string; partition: number; kind: string }[]): Promise<void> {
-  if (list.length === 0) return;
-  await query(
-    c,
-    'outbox_insert_many',
-    `insert into outbox (company_id, conversation_id, message_id, partition, kind)
-     select * from unnest($1::int[], $2::int[], $3::bigint[], $4::int[], $5::text[]) on conflict do nothing`,
-    [list.map((o) => o.companyId), list.map((o) => o.conversationId), list.map((o) => o.messageId), list.map((o) => o.partition), list.map((o) => o.kind)],
-  );
-}
-
-/** Inserts transition log entries; returns when each was recorded, by conversation and seq. */
-export async function insertTransitions(c: SqlClient, list: NewTransition[]): Promise<Map<string, Date>> {
-  if (list.length === 0) return new Map();
-  const inserted = await query<{ conversation_id: number; seq: number; at: Date }>(
-    c,
-    'transition_insert_many',
-    `insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
-     select company_id, conversation_id, seq, event, payload, from_state, to_state, actions
-     from json_to_recordset($1::json)
-       as v(company_id int, conversation_id int, seq int, event text, payload jsonb, from_state jsonb, to_state jsonb, actions jsonb)
-     returning conversation_id, seq, at`,
-    [
-      JSON.stringify(
-        list.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.from, to_state: t.to, actions: t.actions })),
-      ),
-    ],
-  );
-  return new Map(inserted.map((r) => [`${r.conversation_id}:${r.seq}`, r.at]));
-}
-
-/** Writes the in-memory rows back (snapshot, sequences, times, hold); sets their `updated_at`. */
-export async function saveConversations(c: SqlClient, list: ConversationRow[]): Promise<void> {
-  if (list.length === 0) return;
-  const updated = await query<{ id: number; updated_at: Date }>(
-    c,
-    'conv_save_many',
-    `update conversations c set status = v.status, state = v.state, snapshot = v.snapshot, message_seq = v.message_seq,
-       transition_seq = v.transition_seq, last_message_at = v.last_message_at, closed_at = v.closed_at,
-       hold_requested_at = v.hold_requested_at, channel_id = v.channel_id, transport = v.transport, updated_at = now()
-     from json_to_recordset($1::json)
-       as v(id int, status text, state jsonb, snapshot jsonb, message_seq int, transition_seq int, last_message_at timestamptz,
-            closed_at timestamptz, hold_requested_at timestamptz, channel_id text, transport text)
-     where c.id = v.id returning c.id, c.updated_at`,
-    [
-      JSON.stringify(
-        list.map((r) => ({
-          id: r.id, status: r.status, state: r.state, snapshot: r.snapshot, message_seq: r.message_seq, transition_seq: r.transition_seq,
-          last_message_at: r.last_message_at, closed_at: r.closed_at, hold_requested_at: r.hold_requested_at, channel_id: r.channel_id, transport: r.transport,
-        })),
-      ),
-    ],
-  );
-  const at = new Map(updated.map((u) => [u.id, u.updated_at]));
-  for (const r of list) r.updated_at = at.get(r.id) ?? r.updated_at;
-}
-
 export interface Ref {
   integrationId: number;
   kind: 'request' | 'dialog';
@@ -286,19 +229,93 @@ export interface Ref {
   companyId: number;
 }
 
-export async function rememberRefs(c: SqlClient, list: Ref[]): Promise<void> {
+export interface PlanRows {
+  messages: NewMessage[];
+  /** Outbox rows of messages of `messages`, named by conversation and seq (their ids are not known yet). */
+  outbox: { companyId: number; conversationId: number; seq: number; partition: number; kind: string }[];
+  transitions: NewTransition[];
+  refs: Ref[];
+  conversations: ConversationRow[];
+}
+
+export interface PlanWritten {
+  /** The messages stored (one that conflicted, a second reply to one message, is missing). */
+  messages: { id: string; conversation_id: number; seq: number; created_at: Date }[];
+  transitions: { conversation_id: number; seq: number; at: Date }[];
+}
+
+/**
+ * Writes a transaction's planned rows in ONE statement (data-modifying CTEs, one JSON
+ * parameter per table): messages, their outbox rows, transition log entries, helpdesk refs
+ * and the conversations' new state; sets the conversations' `updated_at`.
+ */
+export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanWritten> {
   // One row per key: an upsert may not touch the same row twice in one statement.
-  const unique = new Map(list.map((r) => [`${r.integrationId}:${r.kind}:${r.refId}:${r.conversationId}`, r]));
-  if (unique.size === 0) return;
-  const refs = [...unique.values()];
-  await query(
+  const refs = [...new Map(rows.refs.map((r) => [`${r.integrationId}:${r.kind}:${r.refId}:${r.conversationId}`, r])).values()];
+  const [out] = await query<{ messages: { id: string; conversation_id: number; seq: number; created_at: string }[]; transitions: { conversation_id: number; seq: number; at: string }[]; conversations: { id: number; updated_at: string }[] }>(
     c,
-    'refs_upsert_many',
-    `insert into conversation_refs (integration_id, kind, ref_id, conversation_id, company_id)
-     select * from unnest($1::int[], $2::text[], $3::bigint[], $4::int[], $5::int[])
-     on conflict (integration_id, kind, ref_id, conversation_id) do update set seen_at = now()`,
-    [refs.map((r) => r.integrationId), refs.map((r) => r.kind), refs.map((r) => r.refId), refs.map((r) => r.conversationId), refs.map((r) => r.companyId)],
+    'plan_write',
+    `with m as (
+       insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
+       select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
+       from json_to_recordset($1::json)
+         as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
+       on conflict do nothing returning id::text as id, conversation_id, seq, created_at
+     ), o as (
+       insert into outbox (company_id, conversation_id, message_id, partition, kind)
+       select v.company_id, v.conversation_id, m.id::bigint, v.partition, v.kind
+       from json_to_recordset($2::json) as v(company_id int, conversation_id int, seq int, partition int, kind text)
+       join m on m.conversation_id = v.conversation_id and m.seq = v.seq
+       on conflict do nothing
+     ), t as (
+       insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
+       select company_id, conversation_id, seq, event, payload, from_state, to_state, actions
+       from json_to_recordset($3::json)
+         as v(company_id int, conversation_id int, seq int, event text, payload jsonb, from_state jsonb, to_state jsonb, actions jsonb)
+       returning conversation_id, seq, at
+     ), r as (
+       insert into conversation_refs (integration_id, kind, ref_id, conversation_id, company_id)
+       select integration_id, kind, ref_id, conversation_id, company_id
+       from json_to_recordset($4::json) as v(integration_id int, kind text, ref_id bigint, conversation_id int, company_id int)
+       on conflict (integration_id, kind, ref_id, conversation_id) do update set seen_at = now()
+     ), s as (
+       update conversations c set status = v.status, state = v.state, snapshot = v.snapshot, message_seq = v.message_seq,
+         transition_seq = v.transition_seq, last_message_at = v.last_message_at, closed_at = v.closed_at,
+         hold_requested_at = v.hold_requested_at, channel_id = v.channel_id, transport = v.transport, updated_at = now()
+       from json_to_recordset($5::json)
+         as v(id int, status text, state jsonb, snapshot jsonb, message_seq int, transition_seq int, last_message_at timestamptz,
+              closed_at timestamptz, hold_requested_at timestamptz, channel_id text, transport text)
+       where c.id = v.id returning c.id, c.updated_at
+     )
+     select (select coalesce(json_agg(m), '[]') from m) as messages,
+            (select coalesce(json_agg(t), '[]') from t) as transitions,
+            (select coalesce(json_agg(s), '[]') from s) as conversations`,
+    [
+      JSON.stringify(
+        rows.messages.map((m) => ({
+          company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
+          external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
+        })),
+      ),
+      JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind }))),
+      JSON.stringify(
+        rows.transitions.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.from, to_state: t.to, actions: t.actions })),
+      ),
+      JSON.stringify(refs.map((r) => ({ integration_id: r.integrationId, kind: r.kind, ref_id: r.refId, conversation_id: r.conversationId, company_id: r.companyId }))),
+      JSON.stringify(
+        rows.conversations.map((r) => ({
+          id: r.id, status: r.status, state: r.state, snapshot: r.snapshot, message_seq: r.message_seq, transition_seq: r.transition_seq,
+          last_message_at: r.last_message_at, closed_at: r.closed_at, hold_requested_at: r.hold_requested_at, channel_id: r.channel_id, transport: r.transport,
+        })),
+      ),
+    ],
   );
+  const updatedAt = new Map(out!.conversations.map((u) => [u.id, new Date(u.updated_at)]));
+  for (const r of rows.conversations) r.updated_at = updatedAt.get(r.id) ?? r.updated_at;
+  return {
+    messages: out!.messages.map((m) => ({ ...m, created_at: new Date(m.created_at) })),
+    transitions: out!.transitions.map((t) => ({ ...t, at: new Date(t.at) })),
+  };
 }
 
 export function findMessage(c: SqlClient, id: string): Promise<MessageRow | null> {

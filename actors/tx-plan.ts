@@ -4,11 +4,7 @@ import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationN
 import { conversationMachine, statusOf } from '../machines/conversation.js';
 import type { ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
 import {
-  insertMessages,
-  insertOutbox,
-  insertTransitions,
-  rememberRefs,
-  saveConversations,
+  writePlanRows,
   type ConversationRow,
   type MessageRow,
   type NewMessage,
@@ -199,21 +195,28 @@ export class TxPlan {
 
   /** Writes the plan (inside the caller's transaction) and returns the notices to publish after the commit. */
   async write(client: SqlClient): Promise<CompanyNotice[]> {
-    if (this.#messages.length > 0) {
-      const stored = await insertMessages(client, this.#messages.map((m) => m.row));
-      const bySeq = new Map(stored.map((r) => [`${r.conversation_id}:${r.seq}`, r]));
-      for (const m of this.#messages) m.stored = bySeq.get(`${m.row.conversationId}:${m.row.seq}`) ?? null;
-      // A reply that conflicts (one reply per answered message) was already stored: never queue it twice.
-      await insertOutbox(
-        client,
-        this.#messages
-          .filter((m) => m.outboxKind && m.stored)
-          .map((m) => ({ companyId: m.conv.company_id, conversationId: m.conv.id, messageId: m.stored!.id, partition: m.conv.partition, kind: m.outboxKind! })),
-      );
+    const nothing = this.#messages.length === 0 && this.#transitions.length === 0 && this.#refs.length === 0 && this.#touched.size === 0;
+    const written = nothing ? { messages: [], transitions: [] } : await writePlanRows(client, {
+      messages: this.#messages.map((m) => m.row),
+      // A reply that conflicts (one reply per answered message) is not stored: its outbox row neither.
+      outbox: this.#messages
+        .filter((m) => m.outboxKind)
+        .map((m) => ({ companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind! })),
+      transitions: this.#transitions,
+      refs: this.#refs,
+      conversations: [...this.#touched],
+    });
+    const stored = new Map(written.messages.map((r) => [`${r.conversation_id}:${r.seq}`, r]));
+    for (const m of this.#messages) {
+      const r = stored.get(`${m.row.conversationId}:${m.row.seq}`);
+      m.stored = r
+        ? {
+            id: r.id, company_id: m.row.companyId, conversation_id: r.conversation_id, seq: r.seq, role: m.row.role, kind: m.row.kind, text: m.row.text,
+            external_id: m.row.externalId, reply_to_id: m.row.replyToId, delivery: m.row.delivery, delivery_error: null, created_at: r.created_at,
+          }
+        : null;
     }
-    const at = await insertTransitions(client, this.#transitions);
-    await rememberRefs(client, this.#refs);
-    await saveConversations(client, [...this.#touched]);
+    const at = new Map(written.transitions.map((t) => [`${t.conversation_id}:${t.seq}`, t.at]));
     const out: CompanyNotice[] = [];
     for (const n of this.#notices) {
       if (n.kind === 'notice') {
