@@ -7,7 +7,7 @@ import { SecretBox } from '../lib/secrets.js';
 import type { StreamNames } from '../lib/streams.js';
 import { messageView, type ConversationNotice } from '../lib/conversations.js';
 import { Batcher } from './batcher.js';
-import type { MessageRow } from './store.js';
+import type { MessageRow, OutboxSend } from './store.js';
 
 /**
  * Sends what the host put in the outbox (transactional outbox): agent replies, handoff
@@ -26,7 +26,9 @@ import type { MessageRow } from './store.js';
  * pipeline of up to `maxInFlight`, claimed again as soon as there is room and more may be
  * due; finished rows (outbox row and message in one statement) are group-committed by a
  * Batcher, and the `message` notices are published from what that statement returns.
- * Bookkeeping that fails is logged and left to claim expiry.
+ * Bookkeeping that fails is logged and left to claim expiry. Rows the host could insert
+ * already claimed (no earlier row of their conversation unfinished) are handed over right
+ * after its commit (`handOver`) and skip the claim.
  */
 export interface DispatcherDeps {
   sql: SqlPool;
@@ -52,29 +54,7 @@ export interface DispatcherOptions {
 }
 
 /** An outbox row as claimed, with what its send needs. */
-interface ClaimedRow {
-  id: string;
-  company_id: number;
-  conversation_id: number;
-  message_id: string;
-  kind: 'agent_reply' | 'handoff_notice' | 'operator_reply';
-  attempts: number;
-  /** A later row of the same conversation is waiting for this one. */
-  has_next: boolean;
-  conversation_status: string;
-  hold_requested_at: Date | null;
-  channel: 'helpdesk' | 'webchat';
-  client_id: string;
-  channel_id: string | null;
-  transport: string | null;
-  integration_id: number;
-  api_url: string | null;
-  api_token_sealed: string | null;
-  seq: number;
-  role: string;
-  text: string;
-  created_at: Date;
-}
+type ClaimedRow = OutboxSend;
 
 type FinalStatus = 'sent' | 'failed' | 'cancelled';
 
@@ -172,6 +152,22 @@ export class OutboxDispatcher {
     this.#pump();
   }
 
+  /** How long a claim lasts (rows the host inserts already claimed use it too). */
+  get claimMs(): number {
+    return this.#o.claimMs;
+  }
+
+  /**
+   * Rows the host committed already claimed (no earlier row of their conversation was
+   * unfinished): sent at once, without a claim statement. If this worker stops before they
+   * are sent, their claim expires and whoever owns the partition then sends them.
+   */
+  handOver(rows: OutboxSend[]): void {
+    if (this.#closed) return;
+    const kicksBefore = this.#kicks;
+    for (const row of rows) this.#track(row, kicksBefore);
+  }
+
   /** Something was queued: look now. */
   kick(): void {
     if (this.#closed) return;
@@ -203,19 +199,22 @@ export class OutboxDispatcher {
       if (!this.#closed) this.#deps.logger.warn({ err }, 'outbox: claim failed');
     }
     if (claimed.length === limit) this.#due = true;
-    for (const row of claimed) {
-      // Its claim expired while it is still being sent here: that send finishes it.
-      if (this.#sending.has(row.id)) continue;
-      const sending = this.#deliver(row).finally(() => {
-        this.#sending.delete(row.id);
-        // The conversation's next row is claimable now, if there is one: it was there at
-        // the claim (has_next), or it was queued (kicked) while this one was under way.
-        if (row.has_next || this.#kicks !== kicksBefore) this.#due = true;
-        this.#pump();
-      });
-      this.#sending.set(row.id, sending);
-    }
+    for (const row of claimed) this.#track(row, kicksBefore);
     if (!this.#due) this.#pollLater();
+  }
+
+  /** Sends a claimed row, tracked until its bookkeeping is done. */
+  #track(row: ClaimedRow, kicksBefore: number): void {
+    // Its claim expired while it is still being sent here: that send finishes it.
+    if (this.#sending.has(row.id)) return;
+    const sending = this.#deliver(row).finally(() => {
+      this.#sending.delete(row.id);
+      // The conversation's next row is claimable now, if there is one: it was there at
+      // the claim (has_next), or it was queued (kicked) while this one was under way.
+      if (row.has_next || this.#kicks !== kicksBefore) this.#due = true;
+      this.#pump();
+    });
+    this.#sending.set(row.id, sending);
   }
 
   #pollLater(): void {

@@ -27,6 +27,7 @@ import {
   receiptKey,
   setReceiptOutcomes,
   type ConversationRow,
+  type OutboxSend,
 } from './store.js';
 import { rowToView, TxPlan, type CompanyNotice } from './tx-plan.js';
 
@@ -97,8 +98,11 @@ export interface HostDeps {
   partitions: number;
   logger: Logger;
   agent: AgentRunner;
-  /** Called after a commit that queued outbox rows. */
-  onOutbox?: () => void;
+  /**
+   * The outbox sender: rows committed already claimed are handed over to it at once; it is
+   * kicked when a commit queued rows for its claim.
+   */
+  outbox?: { claimMs: number; handOver(rows: OutboxSend[]): void; kick(): void };
 }
 
 export interface HostOptions {
@@ -256,12 +260,13 @@ export class ConversationHost {
 
   /** One transaction writing a plan; its notices are published (and the dispatcher kicked) after the commit. */
   async #commit<T>(work: PlanWork<T>): Promise<T> {
-    const plan = new TxPlan();
+    const plan = new TxPlan(this.#deps.outbox?.claimMs ?? null);
     const { out, notices } = await inTransaction(this.#deps.sql, async (client) => {
       const out = await work(client, plan);
       return { out, notices: await plan.write(client) };
     });
-    this.#publish(notices, plan.outbox);
+    if (plan.claimed.length > 0) this.#deps.outbox?.handOver(plan.claimed);
+    this.#publish(notices, plan.unclaimedOutbox);
     return out;
   }
 
@@ -288,7 +293,7 @@ export class ConversationHost {
         this.#deps.logger.warn({ err }, 'host: could not publish a conversation notice');
       }
     }
-    if (outbox) this.#deps.onOutbox?.();
+    if (outbox) this.#deps.outbox?.kick();
   }
 
   // ---- customer messages ---------------------------------------------------------------

@@ -229,10 +229,41 @@ export interface Ref {
   companyId: number;
 }
 
+/** An outbox row as the outbox sender gets it: claimed, with everything its send needs. */
+export interface OutboxSend {
+  id: string;
+  company_id: number;
+  conversation_id: number;
+  message_id: string;
+  kind: 'agent_reply' | 'handoff_notice' | 'operator_reply';
+  attempts: number;
+  /** A later row of the same conversation is waiting for this one. */
+  has_next: boolean;
+  conversation_status: string;
+  hold_requested_at: Date | null;
+  channel: 'helpdesk' | 'webchat';
+  client_id: string;
+  channel_id: string | null;
+  transport: string | null;
+  integration_id: number;
+  api_url: string | null;
+  api_token_sealed: string | null;
+  seq: number;
+  role: string;
+  text: string;
+  created_at: Date;
+}
+
 export interface PlanRows {
   messages: NewMessage[];
-  /** Outbox rows of messages of `messages`, named by conversation and seq (their ids are not known yet). */
-  outbox: { companyId: number; conversationId: number; seq: number; partition: number; kind: string }[];
+  /**
+   * Outbox rows of messages of `messages`, named by conversation and seq (their ids are not
+   * known yet). A `direct` row is inserted already claimed (`sending`) when no earlier row of
+   * its conversation is unfinished: the committing worker sends it at once, without a claim.
+   */
+  outbox: { companyId: number; conversationId: number; seq: number; partition: number; kind: string; direct: boolean }[];
+  /** How long a direct row's claim lasts (a crash before its send leaves it to the claim's expiry). */
+  claimMs: number;
   transitions: NewTransition[];
   refs: Ref[];
   conversations: ConversationRow[];
@@ -242,6 +273,20 @@ export interface PlanWritten {
   /** The messages stored (one that conflicted, a second reply to one message, is missing). */
   messages: { id: string; conversation_id: number; seq: number; created_at: Date }[];
   transitions: { conversation_id: number; seq: number; at: Date }[];
+  /** Outbox rows inserted claimed, for the committing worker to send. */
+  claimed: ClaimedOutboxRow[];
+}
+
+export interface ClaimedOutboxRow {
+  id: string;
+  company_id: number;
+  conversation_id: number;
+  message_id: string;
+  kind: OutboxSend['kind'];
+  attempts: number;
+  seq: number;
+  api_url: string | null;
+  api_token_sealed: string | null;
 }
 
 /**
@@ -252,7 +297,12 @@ export interface PlanWritten {
 export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanWritten> {
   // One row per key: an upsert may not touch the same row twice in one statement.
   const refs = [...new Map(rows.refs.map((r) => [`${r.integrationId}:${r.kind}:${r.refId}:${r.conversationId}`, r])).values()];
-  const [out] = await query<{ messages: { id: string; conversation_id: number; seq: number; created_at: string }[]; transitions: { conversation_id: number; seq: number; at: string }[]; conversations: { id: number; updated_at: string }[] }>(
+  const [out] = await query<{
+    messages: { id: string; conversation_id: number; seq: number; created_at: string }[];
+    transitions: { conversation_id: number; seq: number; at: string }[];
+    conversations: { id: number; updated_at: string }[];
+    claimed: ClaimedOutboxRow[];
+  }>(
     c,
     'plan_write',
     `with m as (
@@ -262,11 +312,17 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
          as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
        on conflict do nothing returning id::text as id, conversation_id, seq, created_at
      ), o as (
-       insert into outbox (company_id, conversation_id, message_id, partition, kind)
-       select v.company_id, v.conversation_id, m.id::bigint, v.partition, v.kind
-       from json_to_recordset($2::json) as v(company_id int, conversation_id int, seq int, partition int, kind text)
+       insert into outbox (company_id, conversation_id, message_id, partition, kind, status, attempts, claimed_until)
+       select v.company_id, v.conversation_id, m.id::bigint, v.partition, v.kind,
+              case when d.now then 'sending' else 'pending' end, case when d.now then 1 else 0 end,
+              case when d.now then now() + ($6::int * interval '1 millisecond') end
+       from json_to_recordset($2::json) as v(company_id int, conversation_id int, seq int, partition int, kind text, direct boolean)
        join m on m.conversation_id = v.conversation_id and m.seq = v.seq
+       cross join lateral (
+         select v.direct and not exists (select 1 from outbox e where e.conversation_id = v.conversation_id and e.status in ('pending', 'sending')) as now
+       ) d
        on conflict do nothing
+       returning id, company_id, conversation_id, message_id, kind, status, attempts
      ), t as (
        insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
        select company_id, conversation_id, seq, event, payload, from_state, to_state, actions
@@ -289,7 +345,12 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
      )
      select (select coalesce(json_agg(m), '[]') from m) as messages,
             (select coalesce(json_agg(t), '[]') from t) as transitions,
-            (select coalesce(json_agg(s), '[]') from s) as conversations`,
+            (select coalesce(json_agg(s), '[]') from s) as conversations,
+            (select coalesce(json_agg(json_build_object(
+               'id', o.id::text, 'company_id', o.company_id, 'conversation_id', o.conversation_id, 'message_id', o.message_id::text, 'kind', o.kind,
+               'attempts', o.attempts, 'seq', m.seq, 'api_url', i.api_url, 'api_token_sealed', i.api_token_sealed)), '[]')
+             from o join m on m.id::bigint = o.message_id join conversations c on c.id = o.conversation_id join integrations i on i.id = c.integration_id
+             where o.status = 'sending') as claimed`,
     [
       JSON.stringify(
         rows.messages.map((m) => ({
@@ -297,7 +358,7 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
           external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
         })),
       ),
-      JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind }))),
+      JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind, direct: o.direct }))),
       JSON.stringify(
         rows.transitions.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.from, to_state: t.to, actions: t.actions })),
       ),
@@ -308,6 +369,7 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
           last_message_at: r.last_message_at, closed_at: r.closed_at, hold_requested_at: r.hold_requested_at, channel_id: r.channel_id, transport: r.transport,
         })),
       ),
+      rows.claimMs,
     ],
   );
   const updatedAt = new Map(out!.conversations.map((u) => [u.id, new Date(u.updated_at)]));
@@ -315,6 +377,7 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
   return {
     messages: out!.messages.map((m) => ({ ...m, created_at: new Date(m.created_at) })),
     transitions: out!.transitions.map((t) => ({ ...t, at: new Date(t.at) })),
+    claimed: out!.claimed,
   };
 }
 

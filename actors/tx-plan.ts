@@ -9,6 +9,7 @@ import {
   type MessageRow,
   type NewMessage,
   type NewTransition,
+  type OutboxSend,
   type Ref,
 } from './store.js';
 
@@ -87,6 +88,19 @@ export class TxPlan {
   readonly #notices: NoticeSource[] = [];
   /** Set when the plan queues outbox rows (the dispatcher is kicked after the commit). */
   outbox = false;
+  /** After `write`: outbox rows inserted claimed, to be sent by this worker right after the commit. */
+  claimed: OutboxSend[] = [];
+  readonly #claimMs: number | null;
+
+  /** `claimMs`: outbox rows may be inserted claimed for that long (null: all go through the sender's claim). */
+  constructor(claimMs: number | null = null) {
+    this.#claimMs = claimMs;
+  }
+
+  /** Outbox rows that wait for the sender's claim (not sent by this worker directly). */
+  get unclaimedOutbox(): boolean {
+    return this.#messages.filter((m) => m.outboxKind && m.stored).length > this.claimed.length;
+  }
 
   /** Changes the row in memory; it is saved by `write`. */
   touch(conv: ConversationRow, changes: ConversationChanges = {}): void {
@@ -193,15 +207,26 @@ export class TxPlan {
     }
   }
 
+  /** The outbox rows; the first of each conversation may be sent directly by this worker. */
+  #outboxRows() {
+    const seen = new Set<number>();
+    return this.#messages
+      .filter((m) => m.outboxKind)
+      .map((m) => {
+        const direct = this.#claimMs !== null && !seen.has(m.conv.id);
+        seen.add(m.conv.id);
+        return { companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind!, direct };
+      });
+  }
+
   /** Writes the plan (inside the caller's transaction) and returns the notices to publish after the commit. */
   async write(client: SqlClient): Promise<CompanyNotice[]> {
     const nothing = this.#messages.length === 0 && this.#transitions.length === 0 && this.#refs.length === 0 && this.#touched.size === 0;
-    const written = nothing ? { messages: [], transitions: [] } : await writePlanRows(client, {
+    const written = nothing ? { messages: [], transitions: [], claimed: [] } : await writePlanRows(client, {
       messages: this.#messages.map((m) => m.row),
       // A reply that conflicts (one reply per answered message) is not stored: its outbox row neither.
-      outbox: this.#messages
-        .filter((m) => m.outboxKind)
-        .map((m) => ({ companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind! })),
+      outbox: this.#outboxRows(),
+      claimMs: this.#claimMs ?? 0,
       transitions: this.#transitions,
       refs: this.#refs,
       conversations: [...this.#touched],
@@ -216,6 +241,14 @@ export class TxPlan {
           }
         : null;
     }
+    const planned = new Map(this.#messages.map((m) => [`${m.row.conversationId}:${m.row.seq}`, m]));
+    this.claimed = (nothing ? [] : written.claimed).map((c) => {
+      const m = planned.get(`${c.conversation_id}:${c.seq}`)!;
+      return {
+        ...c, has_next: false, conversation_status: m.conv.status, hold_requested_at: m.conv.hold_requested_at, channel: m.conv.channel, client_id: m.conv.client_id,
+        channel_id: m.conv.channel_id, transport: m.conv.transport, integration_id: m.conv.integration_id, role: m.row.role, text: m.row.text, created_at: m.stored!.created_at,
+      };
+    });
     const at = new Map(written.transitions.map((t) => [`${t.conversation_id}:${t.seq}`, t.at]));
     const out: CompanyNotice[] = [];
     for (const n of this.#notices) {

@@ -65,7 +65,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const consumers = new Map<number, PartitionConsumer>();
   let leases: PartitionLeases;
   const dispatcher = new OutboxDispatcher({ sql, nc, names, config, logger, owned: () => leases.owned() }, options.dispatcher);
-  const host = new ConversationHost({ sql, nc, names, partitions: config.partitions, logger, agent, onOutbox: () => dispatcher.kick() }, options.host);
+  const host = new ConversationHost({ sql, nc, names, partitions: config.partitions, logger, agent, outbox: dispatcher }, options.host);
   leases = new PartitionLeases(
     nc,
     names,
