@@ -88,7 +88,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     options.lease,
   );
-  await leases.start();
+  try {
+    await leases.start();
+  } catch (err) {
+    await sql.end();
+    throw err;
+  }
   dispatcher.start();
   logger.info({ partitions: leases.owned() }, 'worker started');
 

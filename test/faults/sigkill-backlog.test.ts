@@ -20,10 +20,10 @@ const survivor = startWorkerProcess(t, b.workerEnv);
 t.test('SIGKILL mid-backlog: all answered exactly once, in order', async (t) => {
   await waitUntil(() => b.total() >= 250, 60_000, 'first 250 replies');
   a.signal('SIGKILL');
-  const { signal } = await a.exited;
-  t.equal(signal, 'SIGKILL', 'the worker died at once');
   const atKill = b.total();
   t.ok(atKill < 1000, `killed mid-backlog (${atKill} replies sent)`);
+  const { signal } = await a.exited;
+  t.equal(signal, 'SIGKILL', 'the worker died at once');
   try {
     await waitUntil(() => b.answered() >= 1000, 90_000, 'all 1000 messages answered');
   } catch (err) {
