@@ -53,9 +53,6 @@ export interface DispatcherOptions {
   helpdeskTimeoutMs?: number;
 }
 
-/** An outbox row as claimed, with what its send needs. */
-type ClaimedRow = OutboxSend;
-
 type FinalStatus = 'sent' | 'failed' | 'cancelled';
 
 interface Finish {
@@ -192,7 +189,7 @@ export class OutboxDispatcher {
     if (this.#pollTimer) clearTimeout(this.#pollTimer);
     this.#pollTimer = null;
     const kicksBefore = this.#kicks;
-    let claimed: ClaimedRow[] = [];
+    let claimed: OutboxSend[] = [];
     try {
       claimed = await this.#claim(limit);
     } catch (err) {
@@ -204,7 +201,7 @@ export class OutboxDispatcher {
   }
 
   /** Sends a claimed row, tracked until its bookkeeping is done. */
-  #track(row: ClaimedRow, kicksBefore: number): void {
+  #track(row: OutboxSend, kicksBefore: number): void {
     // Its claim expired while it is still being sent here: that send finishes it.
     if (this.#sending.has(row.id)) return;
     const sending = this.#deliver(row).finally(() => {
@@ -226,10 +223,10 @@ export class OutboxDispatcher {
     }, this.#o.pollMs);
   }
 
-  async #claim(limit: number): Promise<ClaimedRow[]> {
+  async #claim(limit: number): Promise<OutboxSend[]> {
     const owned = this.#deps.owned();
     if (owned.length === 0) return [];
-    return query<ClaimedRow>(this.#deps.sql, 'outbox_claim', CLAIM_SQL, [this.#o.claimMs, owned, limit]);
+    return query<OutboxSend>(this.#deps.sql, 'outbox_claim', CLAIM_SQL, [this.#o.claimMs, owned, limit]);
   }
 
   async #flushFinishes(reqs: Finish[]): Promise<(FinishedMessage | null)[]> {
@@ -250,7 +247,7 @@ export class OutboxDispatcher {
   }
 
   /** Records the outcome, then tells the conversation's watchers (operator UI) about the message. */
-  async #finish(row: ClaimedRow, status: FinalStatus, info: { externalId?: string | null; error?: string | null } = {}): Promise<void> {
+  async #finish(row: OutboxSend, status: FinalStatus, info: { externalId?: string | null; error?: string | null } = {}): Promise<void> {
     const msg = await this.#finishes.submit({ outboxId: row.id, messageId: row.message_id, status, externalId: info.externalId ?? null, error: info.error ?? null });
     if (!msg) return;
     const notice: ConversationNotice = {
@@ -265,12 +262,12 @@ export class OutboxDispatcher {
     }
   }
 
-  async #retryLater(row: ClaimedRow, error: string): Promise<void> {
+  async #retryLater(row: OutboxSend, error: string): Promise<void> {
     const delayMs = Math.min(this.#o.maxBackoffMs, this.#o.baseBackoffMs * 2 ** Math.max(0, row.attempts - 1));
     await this.#retries.submit({ outboxId: row.id, error, delayMs });
   }
 
-  async #deliver(row: ClaimedRow): Promise<void> {
+  async #deliver(row: OutboxSend): Promise<void> {
     try {
       // The last check before a bot message leaves (read by the claim): a human who took over wins.
       if (row.kind === 'agent_reply' && (row.conversation_status !== 'active' || row.hold_requested_at !== null)) {

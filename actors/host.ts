@@ -317,11 +317,12 @@ export class ConversationHost {
   /** The group-commit transaction of customer messages (one per conversation at most). */
   async #applyMessages(client: SqlClient, plan: TxPlan, envs: MessageEnvelope[]): Promise<MessageOutcome[]> {
     const outcomes: MessageOutcome[] = envs.map(() => ({ kind: 'done' }));
-    const convKey = (integrationId: number, clientId: string) => `${integrationId}\n${clientId}`;
-    const open = new Map((await lockOpenConversations(client, envs.map((e) => ({ integrationId: e.integrationId, clientId: e.message.clientId })))).map((c) => [convKey(c.integration_id, c.client_id), c]));
+    const keyOf = (integrationId: number, clientId: string) => `${integrationId}\n${clientId}`;
+    const keys = envs.map((e) => keyOf(e.integrationId, e.message.clientId));
+    const open = new Map((await lockOpenConversations(client, envs.map((e) => ({ integrationId: e.integrationId, clientId: e.message.clientId })))).map((c) => [keyOf(c.integration_id, c.client_id), c]));
     const ready: number[] = [];
-    envs.forEach((env, i) => {
-      const conv = open.get(convKey(env.integrationId, env.message.clientId));
+    envs.forEach((_, i) => {
+      const conv = open.get(keys[i]!);
       if (conv && isAnswering(conv.state)) outcomes[i] = { kind: 'busy', conv };
       else ready.push(i);
     });
@@ -329,12 +330,12 @@ export class ConversationHost {
       client,
       ready.map((i) => {
         const env = envs[i]!;
-        return { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'message', outcome: 'applied', conversationId: open.get(convKey(env.integrationId, env.message.clientId))?.id ?? null };
+        return { integrationId: env.integrationId, key: env.idempotencyKey, companyId: env.companyId, kind: 'message', outcome: 'applied', conversationId: open.get(keys[i]!)?.id ?? null };
       }),
     );
     // Redeliveries and late helpdesk retries were applied before: acked, nothing written.
     const applying = ready.filter((i) => fresh.has(receiptKey(envs[i]!.integrationId, envs[i]!.idempotencyKey)));
-    const missing = applying.filter((i) => !open.has(convKey(envs[i]!.integrationId, envs[i]!.message.clientId)));
+    const missing = applying.filter((i) => !open.has(keys[i]!));
     if (missing.length > 0) {
       const snapshot = initialSnapshot();
       const created = await createConversations(
@@ -348,13 +349,13 @@ export class ConversationHost {
           };
         }),
       );
-      for (const c of created) open.set(convKey(c.integration_id, c.client_id), c);
+      for (const c of created) open.set(keyOf(c.integration_id, c.client_id), c);
       await setReceiptOutcomes(
         client,
-        missing.map((i) => ({ integrationId: envs[i]!.integrationId, key: envs[i]!.idempotencyKey, outcome: 'applied', conversationId: open.get(convKey(envs[i]!.integrationId, envs[i]!.message.clientId))!.id })),
+        missing.map((i) => ({ integrationId: envs[i]!.integrationId, key: envs[i]!.idempotencyKey, outcome: 'applied', conversationId: open.get(keys[i]!)!.id })),
       );
     }
-    const convOf = (i: number) => open.get(convKey(envs[i]!.integrationId, envs[i]!.message.clientId))!;
+    const convOf = (i: number) => open.get(keys[i]!)!;
     const stored = await insertMessages(
       client,
       applying.map((i) => {
@@ -450,11 +451,15 @@ export class ConversationHost {
     return agentId;
   }
 
-  /** Asks the agent; its answer or its failure, as the machine's event. */
-  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, signal?: AbortSignal): Promise<AnyEventObject> {
+  /**
+   * Asks the agent; its answer or its failure, as the machine's event. `agentId` undefined:
+   * the integration's agent is looked up first (a failed lookup is a failed answer too).
+   */
+  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null | undefined, signal?: AbortSignal): Promise<AnyEventObject> {
     try {
+      const agent = agentId === undefined ? await this.#agentOf(conv.integration_id) : agentId;
       const output = await this.#agents.run(() =>
-        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, ...(signal ? { signal } : {}) }),
+        this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId: agent, text, messageId, ...(signal ? { signal } : {}) }),
       );
       return { type: 'xstate.done.actor.agent', output };
     } catch (err) {
@@ -465,12 +470,7 @@ export class ConversationHost {
   }
 
   async #answer(conv: ConversationRow, messageId: string, text: string, signal: AbortSignal): Promise<ItemResult> {
-    let event: AnyEventObject;
-    try {
-      event = await this.#ask(conv, messageId, text, await this.#agentOf(conv.integration_id), signal);
-    } catch (err) {
-      event = { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
-    }
+    const event = await this.#ask(conv, messageId, text, undefined, signal);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#answers.submit({ conversationId: conv.id, messageId, event });

@@ -3,6 +3,7 @@ import { conversationMachine } from '../machines/conversation.js';
 import { query, type SqlClient } from '../lib/db.js';
 import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
 import type { Channel } from '../schema/envelope.js';
+import type { ConversationTransition } from '../schema/conversation-entities.js';
 
 /**
  * Plain-SQL access to the conversation tables for the worker, through the `pg` pool
@@ -60,16 +61,8 @@ export interface NewMessage {
   attachments: unknown[];
 }
 
-export interface NewTransition {
-  companyId: number;
-  conversationId: number;
-  seq: number;
-  event: string;
-  payload: Record<string, unknown>;
-  from: StateValue | null;
-  to: StateValue;
-  actions: { type: string; params?: unknown; effect?: string }[];
-}
+/** A transition log entry to insert (its id and time come from the database). */
+export type NewTransition = Omit<ConversationTransition, 'id' | 'at'>;
 
 export interface Receipt {
   integrationId: number;
@@ -188,37 +181,41 @@ export async function setReceiptOutcomes(c: SqlClient, list: { integrationId: nu
 }
 
 /**
- * Inserts messages; a row that conflicts (one reply per answered message) is skipped and
- * missing from the result. Rows go in as one JSON parameter: V8 serialises it natively,
- * where array parameters are escaped element by element in JavaScript.
+ * The insert of messages given as one JSON parameter (V8 serialises it natively, where
+ * array parameters are escaped element by element in JavaScript); a row that conflicts (one
+ * reply per answered message) is skipped and missing from what it returns.
  */
+const insertMessagesFromJson = (param: string) => `
+  insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
+  select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
+  from json_to_recordset(${param}::json)
+    as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
+  on conflict do nothing returning id::text as id, conversation_id, seq, created_at`;
+
+const messageRecords = (list: NewMessage[]) =>
+  JSON.stringify(
+    list.map((m) => ({
+      company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
+      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
+    })),
+  );
+
+/** The stored row of a planned message, from what its insert returned. */
+export function storedMessage(m: NewMessage, inserted: { id: string; created_at: Date }): MessageRow {
+  return {
+    id: inserted.id, company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
+    external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, created_at: inserted.created_at,
+  };
+}
+
+export const messageKey = (conversationId: number, seq: number) => `${conversationId}:${seq}`;
+
+/** Inserts messages; one that conflicts (see insertMessagesFromJson) is missing from the result. */
 export async function insertMessages(c: SqlClient, list: NewMessage[]): Promise<MessageRow[]> {
   if (list.length === 0) return [];
-  const inserted = await query<{ id: string; conversation_id: number; seq: number; created_at: Date }>(
-    c,
-    'message_insert_many',
-    `insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-     select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
-     from json_to_recordset($1::json)
-       as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
-     on conflict do nothing returning id, conversation_id, seq, created_at`,
-    [
-      JSON.stringify(
-        list.map((m) => ({
-          company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-          external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
-        })),
-      ),
-    ],
-  );
-  const planned = new Map(list.map((m) => [`${m.conversationId}:${m.seq}`, m]));
-  return inserted.map((r) => {
-    const m = planned.get(`${r.conversation_id}:${r.seq}`)!;
-    return {
-      id: r.id, company_id: m.companyId, conversation_id: r.conversation_id, seq: r.seq, role: m.role, kind: m.kind, text: m.text,
-      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, created_at: r.created_at,
-    };
-  });
+  const inserted = await query<{ id: string; conversation_id: number; seq: number; created_at: Date }>(c, 'message_insert_many', insertMessagesFromJson('$1'), [messageRecords(list)]);
+  const planned = new Map(list.map((m) => [messageKey(m.conversationId, m.seq), m]));
+  return inserted.map((r) => storedMessage(planned.get(messageKey(r.conversation_id, r.seq))!, r));
 }
 
 export interface Ref {
@@ -305,12 +302,7 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
   }>(
     c,
     'plan_write',
-    `with m as (
-       insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-       select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
-       from json_to_recordset($1::json)
-         as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
-       on conflict do nothing returning id::text as id, conversation_id, seq, created_at
+    `with m as (${insertMessagesFromJson('$1')}
      ), o as (
        insert into outbox (company_id, conversation_id, message_id, partition, kind, status, attempts, claimed_until)
        select v.company_id, v.conversation_id, m.id::bigint, v.partition, v.kind,
@@ -352,15 +344,10 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
              from o join m on m.id::bigint = o.message_id join conversations c on c.id = o.conversation_id join integrations i on i.id = c.integration_id
              where o.status = 'sending') as claimed`,
     [
-      JSON.stringify(
-        rows.messages.map((m) => ({
-          company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-          external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
-        })),
-      ),
+      messageRecords(rows.messages),
       JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind, direct: o.direct }))),
       JSON.stringify(
-        rows.transitions.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.from, to_state: t.to, actions: t.actions })),
+        rows.transitions.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.fromState, to_state: t.toState, actions: t.actions })),
       ),
       JSON.stringify(refs.map((r) => ({ integration_id: r.integrationId, kind: r.kind, ref_id: r.refId, conversation_id: r.conversationId, company_id: r.companyId }))),
       JSON.stringify(

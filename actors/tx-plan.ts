@@ -4,6 +4,8 @@ import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationN
 import { conversationMachine, statusOf } from '../machines/conversation.js';
 import type { ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
 import {
+  messageKey,
+  storedMessage,
   writePlanRows,
   type ConversationRow,
   type MessageRow,
@@ -86,8 +88,6 @@ export class TxPlan {
   readonly #refs: Ref[] = [];
   readonly #touched = new Set<ConversationRow>();
   readonly #notices: NoticeSource[] = [];
-  /** Set when the plan queues outbox rows (the dispatcher is kicked after the commit). */
-  outbox = false;
   /** After `write`: outbox rows inserted claimed, to be sent by this worker right after the commit. */
   claimed: OutboxSend[] = [];
   readonly #claimMs: number | null;
@@ -128,7 +128,6 @@ export class TxPlan {
       stored: null,
     };
     this.#messages.push(planned);
-    if (outboxKind) this.outbox = true;
     this.#notices.push({ kind: 'message', conv, message: planned });
     this.touch(conv);
   }
@@ -174,7 +173,7 @@ export class TxPlan {
     const recorded = named.map((a) => ({ ...a, effect: this.#perform(conv, a, hold) }));
     const from = conv.state;
     conv.transition_seq += 1;
-    const t: NewTransition = { companyId: conv.company_id, conversationId: conv.id, seq: conv.transition_seq, event: event.type, payload: payloadOf(event), from, to: persisted.value, actions: recorded };
+    const t: NewTransition = { companyId: conv.company_id, conversationId: conv.id, seq: conv.transition_seq, event: event.type, payload: payloadOf(event), fromState: from, toState: persisted.value, actions: recorded };
     this.#transitions.push(t);
     conv.snapshot = persisted;
     conv.state = persisted.value;
@@ -231,19 +230,14 @@ export class TxPlan {
       refs: this.#refs,
       conversations: [...this.#touched],
     });
-    const stored = new Map(written.messages.map((r) => [`${r.conversation_id}:${r.seq}`, r]));
+    const stored = new Map(written.messages.map((r) => [messageKey(r.conversation_id, r.seq), r]));
+    const planned = new Map(this.#messages.map((m) => [messageKey(m.row.conversationId, m.row.seq), m]));
     for (const m of this.#messages) {
-      const r = stored.get(`${m.row.conversationId}:${m.row.seq}`);
-      m.stored = r
-        ? {
-            id: r.id, company_id: m.row.companyId, conversation_id: r.conversation_id, seq: r.seq, role: m.row.role, kind: m.row.kind, text: m.row.text,
-            external_id: m.row.externalId, reply_to_id: m.row.replyToId, delivery: m.row.delivery, delivery_error: null, created_at: r.created_at,
-          }
-        : null;
+      const r = stored.get(messageKey(m.row.conversationId, m.row.seq));
+      m.stored = r ? storedMessage(m.row, r) : null;
     }
-    const planned = new Map(this.#messages.map((m) => [`${m.row.conversationId}:${m.row.seq}`, m]));
     this.claimed = (nothing ? [] : written.claimed).map((c) => {
-      const m = planned.get(`${c.conversation_id}:${c.seq}`)!;
+      const m = planned.get(messageKey(c.conversation_id, c.seq))!;
       return {
         ...c, has_next: false, conversation_status: m.conv.status, hold_requested_at: m.conv.hold_requested_at, channel: m.conv.channel, client_id: m.conv.client_id,
         channel_id: m.conv.channel_id, transport: m.conv.transport, integration_id: m.conv.integration_id, role: m.row.role, text: m.row.text, created_at: m.stored!.created_at,
@@ -265,7 +259,7 @@ export class TxPlan {
           notice: {
             type: 'transition',
             conversationId: n.conv.id,
-            transition: { seq: t.seq, at: new Date(recordedAt).toISOString(), event: t.event, payload: t.payload, from: t.from, to: t.to, actions: t.actions },
+            transition: { seq: t.seq, at: new Date(recordedAt).toISOString(), event: t.event, payload: t.payload, from: t.fromState, to: t.toState, actions: t.actions },
             conversation: rowToView(n.conv),
           },
         });

@@ -57,28 +57,32 @@ const EXCERPT_OPTIONS = 'StartSel="", StopSel="", MaxWords=80, MinWords=40, Shor
 const quotedLexeme = (lexeme: string) => `('''' || replace(replace(${lexeme}, '\\', '\\\\'), '''', '''''') || '''')`;
 
 /**
- * The query CTE: `strict` (websearch syntax, AND) and `loose` (the query's lexemes OR-ed;
- * NULL when it has none, which matches nothing). One bound parameter.
+ * The two queries of a question (the SQL text expression `text`): `strict` (websearch
+ * syntax, AND) and `loose` (the question's lexemes OR-ed; NULL when it has none, which
+ * matches nothing).
  */
-const QUERY_CTE = `
-  q as (
-    select websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', lx.text) as strict,
-           (select string_agg(${quotedLexeme('l')}, ' | ') from unnest(lx.lexemes) as l)::tsquery as loose
-    from (select p.text, tsvector_to_array(to_tsvector('${TEXT_SEARCH_CONFIG}', p.text)) as lexemes
-          from (select ?::text as text) as p) as lx
-  )`;
+const queriesOf = (text: string) => `
+  websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', ${text}) as strict,
+  (select string_agg(${quotedLexeme('l')}, ' | ') from unnest(tsvector_to_array(to_tsvector('${TEXT_SEARCH_CONFIG}', ${text}))) as l)::tsquery as loose`;
 
-/** Ranked candidates; `company_id` is the tenant condition (see the module comment). */
-const RANKED = `
-  ranked as (
-    select d.id, d.title, d.content,
-           (d.search_vector @@ q.strict) as exact,
-           ts_rank_cd(d.search_vector, q.loose, 1 | 32) as rank
-    from knowledge_documents d, q
-    where d.company_id = ?::int and d.knowledge_base_id = ?::int and d.search_vector @@ q.loose
-    order by exact desc, rank desc, d.id asc
-    limit ?::int
-  )`;
+/** The query CTE of one question: one bound parameter. */
+const QUERY_CTE = `q as (select ${queriesOf('p.text')} from (select ?::text as text) as p)`;
+
+/**
+ * A knowledge base's documents matching `q`, best first; `companyId` is the tenant
+ * condition (see the module comment). The arguments are SQL expressions.
+ */
+const rankedDocuments = (companyId: string, knowledgeBaseId: string, limit: string) => `
+  select d.id, d.title, d.content,
+         (d.search_vector @@ q.strict) as exact,
+         ts_rank_cd(d.search_vector, q.loose, 1 | 32) as rank
+  from knowledge_documents d
+  where d.company_id = ${companyId} and d.knowledge_base_id = ${knowledgeBaseId} and d.search_vector @@ q.loose
+  order by exact desc, rank desc, d.id asc
+  limit ${limit}`;
+
+/** Ranked candidates of the one question of QUERY_CTE. */
+const RANKED = `ranked as (select r.* from q cross join lateral (${rankedDocuments('?::int', '?::int', '?::int')}) r)`;
 
 function normaliseQuery(query: string): string {
   return query.slice(0, MAX_QUERY_CHARS).trim();
@@ -126,24 +130,13 @@ export async function bestKnowledgeMatches(client: SqlClient, questions: Omit<Se
   const { rows: found } = await client.query<{ ord: string; id: number; title: string; content: string; exact: boolean; rank: number }>({
     name: 'kb_best_many',
     text: `with q as (
-             select x.ord, x.company_id, x.knowledge_base_id,
-                    websearch_to_tsquery('${TEXT_SEARCH_CONFIG}', x.text) as strict,
-                    (select string_agg(${quotedLexeme('l')}, ' | ')
-                     from unnest(tsvector_to_array(to_tsvector('${TEXT_SEARCH_CONFIG}', x.text))) as l)::tsquery as loose
+             select x.ord, x.company_id, x.knowledge_base_id, ${queriesOf('x.text')}
              from unnest($1::text[], $2::int[], $3::int[]) with ordinality as x(text, company_id, knowledge_base_id, ord)
            )
            select q.ord, r.id, r.title, r.exact, r.rank,
                   case when length(r.content) <= ${MAX_ANSWER_SOURCE_CHARS} then r.content
                        else ts_headline('${TEXT_SEARCH_CONFIG}', r.content, q.loose, '${EXCERPT_OPTIONS}') end as content
-           from q cross join lateral (
-             select d.id, d.title, d.content,
-                    (d.search_vector @@ q.strict) as exact,
-                    ts_rank_cd(d.search_vector, q.loose, 1 | 32) as rank
-             from knowledge_documents d
-             where d.company_id = q.company_id and d.knowledge_base_id = q.knowledge_base_id and d.search_vector @@ q.loose
-             order by exact desc, rank desc, d.id asc
-             limit 1
-           ) r`,
+           from q cross join lateral (${rankedDocuments('q.company_id', 'q.knowledge_base_id', '1')}) r`,
     values: [live.map((q) => q.query), live.map((q) => q.companyId), live.map((q) => q.knowledgeBaseId)],
   });
   for (const r of found) {
