@@ -1,27 +1,73 @@
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamError, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '../lib/logger.js';
 import type { StreamNames } from '../lib/streams.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { ConversationHost } from './host.js';
 import { sleep } from './limit.js';
+import { attachTrace, contextOf, extractTraceContext, failSpan, NO_PARENT, SpanKind, startSpan } from '../lib/tracing.js';
 
 /**
  * One durable pull consumer per partition (nats-server 2.9: one filter subject each).
  * The owner of a partition fetches short batches (so a released partition stops receiving
  * within `expiresMs`), hands every envelope to the host in stream order, keeps in-flight
  * messages alive with `working()`, and acks each once the host committed it.
+ *
+ * How much a worker takes in: the envelopes in flight of all its partitions share one budget
+ * (`Intake`), so the host holds as much work as it can use whatever the number of partitions
+ * it owns, and no more. Customer messages waiting for a model call wait in the host's fair
+ * queues (actors/fair-slots.ts), so the budget is several times MODEL_MAX_CONCURRENCY
+ * (INTAKE_PER_MODEL_CALL): enough that a company's backlog of thousands is pulled in whole
+ * and another company's message behind it in the stream is fetched at once and served in its
+ * own turn. One partition may hold the whole budget (its consumer's max_ack_pending).
  */
 export interface ConsumerOptions {
   ackWaitMs?: number;
+  /** Envelopes of one partition in flight at most (the consumer's max_ack_pending); default: the intake. */
   maxAckPending?: number;
   fetchBatch?: number;
   expiresMs?: number;
   /** How long a release waits for in-flight envelopes before nak'ing them for the next owner. */
   drainTimeoutMs?: number;
+  /** Envelopes in flight in the whole worker at most (all partitions); default INTAKE_PER_MODEL_CALL × MODEL_MAX_CONCURRENCY. */
+  intake?: number;
 }
 
 export const DEFAULT_ACK_WAIT_MS = 30_000;
+/** A partition's envelopes in flight when no intake is given. */
 export const DEFAULT_MAX_ACK_PENDING = 256;
+/** Envelopes a worker takes in per model call it may have in flight. */
+export const INTAKE_PER_MODEL_CALL = 8;
+
+/**
+ * The envelopes in flight of all of a worker's partitions. A partition asks for no more than
+ * are free, and counts each envelope as it arrives (places are not held for a pull that is
+ * still open: that would starve the other partitions while it waits); so pulls open at once
+ * may overshoot it by at most one batch each.
+ */
+export class Intake {
+  readonly max: number;
+  #taken = 0;
+
+  constructor(max: number) {
+    this.max = Math.max(1, max);
+  }
+
+  get taken(): number {
+    return this.#taken;
+  }
+
+  get free(): number {
+    return Math.max(0, this.max - this.#taken);
+  }
+
+  take(): void {
+    this.#taken++;
+  }
+
+  give(): void {
+    this.#taken = Math.max(0, this.#taken - 1);
+  }
+}
 /** The smallest idle heartbeat nats.js accepts. */
 const FETCH_HEARTBEAT_MS = 500;
 
@@ -64,7 +110,8 @@ export class PartitionConsumer {
   readonly #names: StreamNames;
   readonly #host: ConversationHost;
   readonly #logger: Logger;
-  readonly #o: Required<ConsumerOptions>;
+  readonly #o: Required<Omit<ConsumerOptions, 'intake'>>;
+  readonly #intake: Intake;
   readonly #inflight = new Map<JsMsg, Promise<void>>();
   /** Resolves the loop's wait for a free slot; set only while the loop waits. */
   #slotWaiter: (() => void) | null = null;
@@ -72,7 +119,7 @@ export class PartitionConsumer {
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
 
-  constructor(deps: { js: JetStreamClient; names: StreamNames; host: ConversationHost; logger: Logger }, partition: number, options: ConsumerOptions = {}) {
+  constructor(deps: { js: JetStreamClient; names: StreamNames; host: ConversationHost; logger: Logger; intake?: Intake }, partition: number, options: ConsumerOptions = {}) {
     this.partition = partition;
     this.#js = deps.js;
     this.#names = deps.names;
@@ -85,6 +132,7 @@ export class PartitionConsumer {
       expiresMs: options.expiresMs ?? 2_000,
       drainTimeoutMs: options.drainTimeoutMs ?? 15_000,
     };
+    this.#intake = deps.intake ?? new Intake(this.#o.maxAckPending);
   }
 
   start(): void {
@@ -113,14 +161,15 @@ export class PartitionConsumer {
     }
     const limit = Math.max(1, this.#o.maxAckPending - 1);
     while (!this.#stopping) {
-      if (this.#inflight.size >= limit) {
+      const room = Math.min(this.#o.fetchBatch, limit - this.#inflight.size, this.#intake.free);
+      if (room <= 0) {
         await this.#freeSlot();
         continue;
       }
       try {
         // A pull that the server never ends (seen with nats-server 2.9) is only noticed by
         // missed heartbeats: two missed beats of FETCH_HEARTBEAT_MS stall the partition.
-        const batch = await consumer.fetch({ max_messages: Math.min(this.#o.fetchBatch, limit - this.#inflight.size), expires: this.#o.expiresMs, idle_heartbeat: FETCH_HEARTBEAT_MS });
+        const batch = await consumer.fetch({ max_messages: room, expires: this.#o.expiresMs, idle_heartbeat: FETCH_HEARTBEAT_MS });
         for await (const m of batch) {
           if (this.#stopping) {
             m.nak();
@@ -131,8 +180,9 @@ export class PartitionConsumer {
       } catch (err) {
         if (this.#stopping) break;
         this.#logger.warn({ err: (err as Error).message }, 'consumer: fetch failed; retrying');
-        // A stale pull is retried at once; anything else (NATS away) after a pause.
-        if ((err as Error).message !== 'heartbeats missed') await sleep(500);
+        // The server answered (a stale pull whose heartbeats were missed, a consumer recreated
+        // by a new owner, a leader that moved): retried at once; NATS away: after a pause.
+        if (!(err instanceof JetStreamError)) await sleep(500);
       }
     }
   }
@@ -147,15 +197,30 @@ export class PartitionConsumer {
       m.term();
       return;
     }
+    this.#intake.take();
+    // The envelope's span, child of the publisher's (the `traceparent` header), until its ack or nak.
+    const span = startSpan('inbound process', {
+      kind: SpanKind.CONSUMER,
+      parent: extractTraceContext(m.headers) ?? NO_PARENT,
+      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'mas.partition': this.partition, 'mas.company_id': env.companyId, 'mas.redelivered': m.redelivered },
+    });
+    if (span) attachTrace(env, contextOf(span));
     const done = this.#host.submit(this.partition, env).then(
       (result) => {
         if (result === 'ack') m.ack();
         else m.nak(1000);
+        span?.setAttribute('mas.outcome', result);
+        span?.end();
       },
-      () => m.nak(1000),
+      (err: unknown) => {
+        m.nak(1000);
+        failSpan(span, err);
+        span?.end();
+      },
     );
     const tracked = done.finally(() => {
       this.#inflight.delete(m);
+      this.#intake.give();
       const wake = this.#slotWaiter;
       this.#slotWaiter = null;
       wake?.();

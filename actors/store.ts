@@ -1,9 +1,12 @@
 import { initialTransition, type StateValue } from 'xstate';
 import { conversationMachine } from '../machines/conversation.js';
 import { query, type SqlClient } from '../lib/db.js';
+import { insertLeadsFrom } from '../lib/leads.js';
+
 import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
 import type { Channel } from '../schema/envelope.js';
-import type { ConversationTransition } from '../schema/conversation-entities.js';
+import type { Conversation, ConversationMessage, ConversationTransition } from '../schema/conversation-entities.js';
+import type { Row } from '../schema/rows.js';
 
 /**
  * Plain-SQL access to the conversation tables for the worker, through the `pg` pool
@@ -12,54 +15,17 @@ import type { ConversationTransition } from '../schema/conversation-entities.js'
  * of statements whatever their number. The worker spans companies: it names company_id
  * explicitly instead of the tenant filter.
  */
-export interface ConversationRow {
-  id: number;
-  company_id: number;
-  integration_id: number;
-  channel: Channel;
-  client_id: string;
-  partition: number;
-  status: ConversationStatus;
-  state: StateValue;
+/** A conversation row; its snapshot typed as the machine's persisted snapshot. */
+export type ConversationRow = Omit<Row<Conversation>, 'snapshot'> & {
   snapshot: { value: StateValue; context: ConversationContext; [k: string]: unknown };
-  channel_id: string | null;
-  transport: string | null;
-  message_seq: number;
-  transition_seq: number;
-  hold_requested_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  last_message_at: Date | null;
-  closed_at: Date | null;
-}
+};
 
-export interface MessageRow {
-  id: string;
-  company_id: number;
-  conversation_id: number;
-  seq: number;
-  role: string;
-  kind: string;
-  text: string;
-  external_id: string | null;
-  reply_to_id: string | null;
-  delivery: string | null;
-  delivery_error?: string | null;
-  created_at: Date;
-}
+/** A message row as the worker reads and returns it (attachments are never read back). */
+export type MessageRow = Omit<Row<ConversationMessage>, 'attachments' | 'delivery_error' | 'sources'> &
+  Partial<Pick<Row<ConversationMessage>, 'delivery_error' | 'sources'>>;
 
-export interface NewMessage {
-  companyId: number;
-  conversationId: number;
-  seq: number;
-  role: string;
-  kind: string;
-  text: string;
-  externalId: string | null;
-  replyToId: string | null;
-  delivery: string | null;
-  attachments: unknown[];
-}
+/** A message to insert (its id and time come from the database). */
+export type NewMessage = Omit<ConversationMessage, 'id' | 'createdAt' | 'deliveryError' | 'sources'> & Partial<Pick<ConversationMessage, 'sources'>>;
 
 /** A transition log entry to insert (its id and time come from the database). */
 export type NewTransition = Omit<ConversationTransition, 'id' | 'at'>;
@@ -136,14 +102,22 @@ export interface NewConversation {
   transport: string | null;
 }
 
+/**
+ * Opens sessions; in the same statement each customer who has no lead yet gets one
+ * (lib/leads.ts insertLeadsFrom: a customer who comes back keeps theirs). Both commit or
+ * roll back with the transaction, so a crash or a redelivery cannot leave one without the other.
+ */
 export function createConversations(c: SqlClient, list: NewConversation[]): Promise<ConversationRow[]> {
   return query<ConversationRow>(
     c,
     'conv_create_many',
-    `insert into conversations (company_id, integration_id, channel, client_id, partition, status, state, snapshot, channel_id, transport)
+    `with v as (
+       select * from unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+         as v(company_id, integration_id, channel, client_id, partition, status, snapshot, channel_id, transport)
+     ), l as (${insertLeadsFrom('v')})
+     insert into conversations (company_id, integration_id, channel, client_id, partition, status, state, snapshot, channel_id, transport)
      select company_id, integration_id, channel, client_id, partition, status, (snapshot::jsonb)->'value', snapshot::jsonb, channel_id, transport
-     from unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
-       as v(company_id, integration_id, channel, client_id, partition, status, snapshot, channel_id, transport)
+     from v
      returning *`,
     [
       list.map((n) => n.companyId), list.map((n) => n.integrationId), list.map((n) => n.channel), list.map((n) => n.clientId), list.map((n) => n.partition),
@@ -186,17 +160,17 @@ export async function setReceiptOutcomes(c: SqlClient, list: { integrationId: nu
  * reply per answered message) is skipped and missing from what it returns.
  */
 const insertMessagesFromJson = (param: string) => `
-  insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments)
-  select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments
+  insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources)
+  select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources
   from json_to_recordset(${param}::json)
-    as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb)
+    as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb, sources jsonb)
   on conflict do nothing returning id::text as id, conversation_id, seq, created_at`;
 
 const messageRecords = (list: NewMessage[]) =>
   JSON.stringify(
     list.map((m) => ({
       company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments,
+      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments, sources: m.sources ?? null,
     })),
   );
 
@@ -204,7 +178,7 @@ const messageRecords = (list: NewMessage[]) =>
 export function storedMessage(m: NewMessage, inserted: { id: string; created_at: Date }): MessageRow {
   return {
     id: inserted.id, company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-    external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, created_at: inserted.created_at,
+    external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, sources: m.sources ?? null, created_at: inserted.created_at,
   };
 }
 
@@ -234,6 +208,17 @@ export interface OutboxSend {
   message_id: string;
   kind: 'agent_reply' | 'handoff_notice' | 'operator_reply';
   attempts: number;
+  partition: number;
+  /** The lease epoch it is being sent under (fencing token), as text (bigint). */
+  lease_rev: string;
+  /** When the (last) send began. */
+  sending_at: Date;
+  /** Reconciliations that could not read the helpdesk's history so far. */
+  reconcile_attempts: number;
+  /** Found `sending`: it may have been delivered already; reconcile before sending. */
+  uncertain: boolean;
+  /** Why its previous attempt failed, if one did. */
+  last_error: string | null;
   /** A later row of the same conversation is waiting for this one. */
   has_next: boolean;
   conversation_status: string;
@@ -255,10 +240,11 @@ export interface PlanRows {
   messages: NewMessage[];
   /**
    * Outbox rows of messages of `messages`, named by conversation and seq (their ids are not
-   * known yet). A `direct` row is inserted already claimed (`sending`) when no earlier row of
-   * its conversation is unfinished: the committing worker sends it at once, without a claim.
+   * known yet). A row with a `leaseRev` (the epoch of its partition's lease) is inserted
+   * already `sending` under it when no earlier row of its conversation is unfinished: the
+   * committing worker sends it at once, without a claim.
    */
-  outbox: { companyId: number; conversationId: number; seq: number; partition: number; kind: string; direct: boolean }[];
+  outbox: { companyId: number; conversationId: number; seq: number; partition: number; kind: string; leaseRev: number | null }[];
   /** How long a direct row's claim lasts (a crash before its send leaves it to the claim's expiry). */
   claimMs: number;
   transitions: NewTransition[];
@@ -281,6 +267,9 @@ export interface ClaimedOutboxRow {
   message_id: string;
   kind: OutboxSend['kind'];
   attempts: number;
+  partition: number;
+  lease_rev: string;
+  sending_at: string;
   seq: number;
   api_url: string | null;
   api_token_sealed: string | null;
@@ -304,17 +293,18 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
     'plan_write',
     `with m as (${insertMessagesFromJson('$1')}
      ), o as (
-       insert into outbox (company_id, conversation_id, message_id, partition, kind, status, attempts, claimed_until)
+       insert into outbox (company_id, conversation_id, message_id, partition, kind, status, attempts, claimed_until, sending_at, lease_rev)
        select v.company_id, v.conversation_id, m.id::bigint, v.partition, v.kind,
               case when d.now then 'sending' else 'pending' end, case when d.now then 1 else 0 end,
-              case when d.now then now() + ($6::int * interval '1 millisecond') end
-       from json_to_recordset($2::json) as v(company_id int, conversation_id int, seq int, partition int, kind text, direct boolean)
+              case when d.now then now() + ($6::int * interval '1 millisecond') end,
+              case when d.now then now() end, case when d.now then v.lease_rev end
+       from json_to_recordset($2::json) as v(company_id int, conversation_id int, seq int, partition int, kind text, lease_rev bigint)
        join m on m.conversation_id = v.conversation_id and m.seq = v.seq
        cross join lateral (
-         select v.direct and not exists (select 1 from outbox e where e.conversation_id = v.conversation_id and e.status in ('pending', 'sending')) as now
+         select v.lease_rev is not null and not exists (select 1 from outbox e where e.conversation_id = v.conversation_id and e.status in ('pending', 'sending')) as now
        ) d
        on conflict do nothing
-       returning id, company_id, conversation_id, message_id, kind, status, attempts
+       returning id, company_id, conversation_id, message_id, kind, status, attempts, partition, lease_rev, sending_at
      ), t as (
        insert into conversation_transitions (company_id, conversation_id, seq, event, payload, from_state, to_state, actions)
        select company_id, conversation_id, seq, event, payload, from_state, to_state, actions
@@ -340,12 +330,13 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
             (select coalesce(json_agg(s), '[]') from s) as conversations,
             (select coalesce(json_agg(json_build_object(
                'id', o.id::text, 'company_id', o.company_id, 'conversation_id', o.conversation_id, 'message_id', o.message_id::text, 'kind', o.kind,
-               'attempts', o.attempts, 'seq', m.seq, 'api_url', i.api_url, 'api_token_sealed', i.api_token_sealed)), '[]')
+               'attempts', o.attempts, 'partition', o.partition, 'lease_rev', o.lease_rev::text, 'sending_at', o.sending_at,
+               'seq', m.seq, 'api_url', i.api_url, 'api_token_sealed', i.api_token_sealed)), '[]')
              from o join m on m.id::bigint = o.message_id join conversations c on c.id = o.conversation_id join integrations i on i.id = c.integration_id
              where o.status = 'sending') as claimed`,
     [
       messageRecords(rows.messages),
-      JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind, direct: o.direct }))),
+      JSON.stringify(rows.outbox.map((o) => ({ company_id: o.companyId, conversation_id: o.conversationId, seq: o.seq, partition: o.partition, kind: o.kind, lease_rev: o.leaseRev }))),
       JSON.stringify(
         rows.transitions.map((t) => ({ company_id: t.companyId, conversation_id: t.conversationId, seq: t.seq, event: t.event, payload: t.payload, from_state: t.fromState, to_state: t.toState, actions: t.actions })),
       ),
@@ -368,37 +359,30 @@ export async function writePlanRows(c: SqlClient, rows: PlanRows): Promise<PlanW
   };
 }
 
-export function findMessage(c: SqlClient, id: string): Promise<MessageRow | null> {
-  return query<MessageRow>(c, 'message_find', `select * from conversation_messages where id = $1`, [id]).then(first);
+/**
+ * Counts one more attempt at answering each of these customer messages with a model call,
+ * in the database (a crash, a redelivery or an answer that cannot be stored all count):
+ * returns the new counts, in order.
+ */
+export async function countAnswerAttempts(c: SqlClient, messageIds: string[]): Promise<number[]> {
+  const rows = await query<{ id: string; answer_attempts: number }>(
+    c,
+    'answer_attempts',
+    'update conversation_messages set answer_attempts = answer_attempts + 1 where id = any($1::bigint[]) returning id::text, answer_attempts',
+    [messageIds],
+  );
+  const counts = new Map(rows.map((r) => [r.id, r.answer_attempts]));
+  return messageIds.map((id) => counts.get(id) ?? 1);
 }
 
-/**
- * Debits one model call from the company's credit, inside the transaction that commits the
- * answer it produced: one `model_usage` ledger entry, keyed by the customer message that was
- * answered (`message_id`, unique per kind: migration 0005), and `companies.balance_usd`
- * lowered by the same exact amount (numeric arithmetic in PostgreSQL, no floating point).
- * The balance may go below zero: the tokens were spent. Returns null when that message's
- * answer was already paid (it cannot be: the caller holds the conversation lock and only
- * applies an answer the machine is still waiting for; the unique index makes it a proof).
- */
-export async function chargeModelUsage(
-  c: SqlClient,
-  u: { companyId: number; conversationId: number; messageId: string; model: string; inputTokens: number; outputTokens: number; costUsd: string },
-): Promise<{ ledgerId: string; amountUsd: string; balanceAfterUsd: string } | null> {
-  const paid = await query(c, 'usage_paid', `select 1 from credit_ledger where kind = 'model_usage' and message_id = $1::bigint`, [u.messageId]);
-  if (paid.length > 0) return null;
-  const company = first(await query<{ balance_usd: string }>(c, 'usage_debit', `update companies set balance_usd = balance_usd - $1::numeric where id = $2 returning balance_usd::text`, [u.costUsd, u.companyId]));
-  if (!company) throw new Error(`company ${u.companyId} not found`);
-  const entry = first(
-    await query<{ id: string; amount_usd: string }>(
-      c,
-      'usage_ledger',
-      `insert into credit_ledger (company_id, kind, amount_usd, balance_after_usd, input_tokens, output_tokens, model, conversation_id, message_id)
-       values ($1, 'model_usage', -($2::numeric), $3::numeric, $4, $5, $6, $7, $8::bigint) returning id::text, amount_usd::text`,
-      [u.companyId, u.costUsd, company.balance_usd, u.inputTokens, u.outputTokens, u.model, u.conversationId, u.messageId],
-    ),
-  );
-  return { ledgerId: entry!.id, amountUsd: entry!.amount_usd, balanceAfterUsd: company.balance_usd };
+/** PostgreSQL refused the values themselves (data exception or integrity violation): trying again cannot help. */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(22|23)/.test(code);
+}
+
+export function findMessage(c: SqlClient, id: string): Promise<MessageRow | null> {
+  return query<MessageRow>(c, 'message_find', `select * from conversation_messages where id = $1`, [id]).then(first);
 }
 
 /** The conversation's messages before `beforeMessageId`, oldest first (at most `limit`); replies never delivered are left out. */
@@ -412,10 +396,6 @@ export async function recentMessages(c: SqlClient, conversationId: number, befor
     [conversationId, beforeMessageId, limit],
   );
   return found.reverse();
-}
-
-export function isCompanyInCredit(c: SqlClient, companyId: number): Promise<boolean> {
-  return query<{ positive: boolean }>(c, 'company_in_credit', 'select balance_usd > 0 as positive from companies where id = $1', [companyId]).then((r) => r[0]?.positive ?? false);
 }
 
 export function agentOfIntegration(c: SqlClient, integrationId: number): Promise<number | null> {

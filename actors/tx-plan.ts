@@ -1,8 +1,9 @@
 import { transition, type AnyEventObject } from 'xstate';
 import type { SqlClient } from '../lib/db.js';
 import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
+import { attachTrace, traceOf, type Context } from '../lib/tracing.js';
 import { conversationMachine, statusOf } from '../machines/conversation.js';
-import type { ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
+import type { AgentReplyParams, ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
 import {
   messageKey,
   storedMessage,
@@ -29,6 +30,16 @@ import {
 export interface CompanyNotice {
   companyId: number;
   notice: ConversationNotice;
+}
+
+/**
+ * How a transaction may insert outbox rows already `sending`: under the partition lease's
+ * epoch (the fencing token; null when this worker may not send for the partition now), with
+ * a claim of claimMs.
+ */
+export interface DirectSending {
+  claimMs: number;
+  epochOf: (partition: number) => number | null;
 }
 
 export interface ConversationChanges {
@@ -69,7 +80,7 @@ export function rowToView(c: ConversationRow): ConversationView {
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id,
-    replyToId: m.reply_to_id, delivery: m.delivery, createdAt: m.created_at,
+    replyToId: m.reply_to_id, delivery: m.delivery, sources: m.sources ?? null, createdAt: m.created_at,
   });
 }
 
@@ -88,13 +99,25 @@ export class TxPlan {
   readonly #refs: Ref[] = [];
   readonly #touched = new Set<ConversationRow>();
   readonly #notices: NoticeSource[] = [];
+  /** Sessions this transaction created (the host announces webchat ones to their visitors after the commit). */
+  readonly opened: ConversationRow[] = [];
   /** After `write`: outbox rows inserted claimed, to be sent by this worker right after the commit. */
   claimed: OutboxSend[] = [];
-  readonly #claimMs: number | null;
+  readonly #direct: DirectSending | null;
 
-  /** `claimMs`: outbox rows may be inserted claimed for that long (null: all go through the sender's claim). */
-  constructor(claimMs: number | null = null) {
-    this.#claimMs = claimMs;
+  /** `direct`: outbox rows may be inserted `sending` for this worker to send at once (null: all go through the sender's claim). */
+  constructor(direct: DirectSending | null = null) {
+    this.#direct = direct;
+  }
+
+  /** The traces of the envelopes whose conversations this plan writes (lib/tracing.ts), each once. */
+  traces(): Context[] {
+    const out = new Set<Context>();
+    for (const conv of [...this.#touched, ...this.#messages.map((m) => m.conv)]) {
+      const ctx = traceOf(conv);
+      if (ctx) out.add(ctx);
+    }
+    return [...out];
   }
 
   /** Outbox rows that wait for the sender's claim (not sent by this worker directly). */
@@ -114,7 +137,7 @@ export class TxPlan {
   /** Plans a message of the conversation (the next seq), optionally with its outbox row. */
   addMessage(
     conv: ConversationRow,
-    m: { role: string; kind?: string; text: string; replyToId?: string | null; delivery?: string | null },
+    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'kind' | 'replyToId' | 'delivery' | 'sources'>>,
     outboxKind: PlannedMessage['outboxKind'] = null,
   ): void {
     conv.message_seq += 1;
@@ -122,7 +145,7 @@ export class TxPlan {
       conv,
       row: {
         companyId: conv.company_id, conversationId: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
-        externalId: null, replyToId: m.replyToId ?? null, delivery: m.delivery ?? null, attachments: [],
+        externalId: null, replyToId: m.replyToId ?? null, delivery: m.delivery ?? null, attachments: [], sources: m.sources ?? null,
       },
       outboxKind,
       stored: null,
@@ -189,8 +212,10 @@ export class TxPlan {
   #perform(conv: ConversationRow, action: { type: string; params: unknown }, hold: boolean): string {
     switch (action.type) {
       case 'agent_reply': {
-        const p = action.params as { messageId: string | null; text: string };
-        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending' }, hold ? null : 'agent_reply');
+        const p = action.params as AgentReplyParams;
+        // The agent closed the conversation without a last word.
+        if (!p.text.trim()) return 'nothing to say';
+        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null }, hold ? null : 'agent_reply');
         return hold ? 'cancelled: an operator took over' : 'queued';
       }
       case 'session_transfer_external': {
@@ -212,9 +237,9 @@ export class TxPlan {
     return this.#messages
       .filter((m) => m.outboxKind)
       .map((m) => {
-        const direct = this.#claimMs !== null && !seen.has(m.conv.id);
+        const epoch = this.#direct && !seen.has(m.conv.id) ? this.#direct.epochOf(m.conv.partition) : null;
         seen.add(m.conv.id);
-        return { companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind!, direct };
+        return { companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind!, leaseRev: epoch };
       });
   }
 
@@ -225,7 +250,7 @@ export class TxPlan {
       messages: this.#messages.map((m) => m.row),
       // A reply that conflicts (one reply per answered message) is not stored: its outbox row neither.
       outbox: this.#outboxRows(),
-      claimMs: this.#claimMs ?? 0,
+      claimMs: this.#direct?.claimMs ?? 0,
       transitions: this.#transitions,
       refs: this.#refs,
       conversations: [...this.#touched],
@@ -238,10 +263,13 @@ export class TxPlan {
     }
     this.claimed = (nothing ? [] : written.claimed).map((c) => {
       const m = planned.get(messageKey(c.conversation_id, c.seq))!;
-      return {
-        ...c, has_next: false, conversation_status: m.conv.status, hold_requested_at: m.conv.hold_requested_at, channel: m.conv.channel, client_id: m.conv.client_id,
+      const row: OutboxSend = {
+        ...c, has_next: false, uncertain: false, reconcile_attempts: 0, last_error: null, sending_at: new Date(c.sending_at), conversation_status: m.conv.status, hold_requested_at: m.conv.hold_requested_at, channel: m.conv.channel, client_id: m.conv.client_id,
         channel_id: m.conv.channel_id, transport: m.conv.transport, integration_id: m.conv.integration_id, role: m.row.role, text: m.row.text, created_at: m.stored!.created_at,
       };
+      // The outbox sender's span of this reply joins the trace of the envelope that caused it.
+      attachTrace(row, traceOf(m.conv));
+      return row;
     });
     const at = new Map(written.transitions.map((t) => [`${t.conversation_id}:${t.seq}`, t.at]));
     const out: CompanyNotice[] = [];

@@ -5,11 +5,14 @@ import type { Config } from '../lib/config.js';
 import { openSqlPool, type Orm } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
+import { inboundPublisher } from '../lib/inbound.js';
 import { ensureStreams, streamNames } from '../lib/streams.js';
 import { SecretBox } from '../lib/secrets.js';
+import { sweepExpiredReservations } from '../lib/credit.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
+import { CreditGate } from './credit-gate.js';
 import type { AgentRunner } from './agents/types.js';
-import { ensurePartitionConsumer, PartitionConsumer, type ConsumerOptions } from './consumers.js';
+import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
 import { OutboxDispatcher, type DispatcherOptions } from './dispatcher.js';
 import { ConversationHost, type HostOptions } from './host.js';
 import { PartitionLeases, type LeaseOptions } from './partitions.js';
@@ -21,7 +24,11 @@ export interface WorkerOptions {
   host?: HostOptions;
   /** Timeouts, retries, caching and prompt budget of the default agent runner. */
   agentRunner?: AgentRunnerOptions;
+  /** How often expired credit reservations (of calls whose process died) are released. */
+  reservationSweepMs?: number;
 }
+
+export const DEFAULT_RESERVATION_SWEEP_MS = 30_000;
 
 export interface WorkerDeps {
   config: Config;
@@ -41,6 +48,8 @@ export interface RunningWorker {
   ownedPartitions: () => number[];
   /** Conversations with work in memory (idle ones are evicted). */
   activeConversations: () => number;
+  /** Model calls in flight and waiting for a place, and the most in flight at once so far. */
+  modelCalls: () => { running: number; waiting: number; peak: number };
   /** Stops fetching, finishes (bounded) in-flight work, releases its leases. */
   close: () => Promise<void>;
 }
@@ -55,17 +64,35 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const workerId = (deps.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`).replace(/[^A-Za-z0-9_-]/g, '_');
   const logger = deps.logger.child({ worker: workerId });
   const names = streamNames(config.natsPrefix);
-  const jsm = await ensureStreams(nc, names);
+  const jsm = await ensureStreams(nc, names, { replicas: config.natsReplicas });
   const js = jetstream(nc);
   const options = deps.options ?? {};
   // The hot path's own connections (group commits, outbox), besides the ORM's pool.
   const sql = openSqlPool({ url: config.databaseUrl });
-  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), logger }, options.agentRunner);
+  // Model calls' attempt counts and credit reservations (group-committed): their commits need
+  // not wait for the disk, which a company's row (each reservation batch updates it) would
+  // otherwise be locked for. Lost in a crash of PostgreSQL itself (never of a worker), they
+  // cost at most one more model call per message, or a reservation whose call then settles
+  // nothing.
+  const quick = openSqlPool({ url: config.databaseUrl, poolMax: 5, synchronousCommit: false });
+  const credit = new CreditGate(quick);
+  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit }, options.agentRunner);
+  // Everything the worker takes in, all partitions together (actors/consumers.ts).
+  const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
+  const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
 
   const consumers = new Map<number, PartitionConsumer>();
   let leases: PartitionLeases;
-  const dispatcher = new OutboxDispatcher({ sql, nc, names, config, logger, owned: () => leases.owned() }, options.dispatcher);
-  const host = new ConversationHost({ sql, nc, names, partitions: config.partitions, logger, agent, outbox: dispatcher }, options.host);
+  const leaseView = {
+    ownedWithEpochs: () => leases.ownedWithEpochs(),
+    holds: (p: number, epoch: number) => leases.holds(p, epoch),
+  };
+  const dispatcher = new OutboxDispatcher({ sql, nc, names, config, logger, leases: leaseView }, options.dispatcher);
+  const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
+  const host = new ConversationHost(
+    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox: dispatcher, publisher, epochOf: (p) => leases.epochOf(p) },
+    { maxModelCalls: config.model.maxConcurrency, ...options.host },
+  );
   leases = new PartitionLeases(
     nc,
     names,
@@ -74,40 +101,62 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     logger,
     {
       acquire: async (p) => {
-        await ensurePartitionConsumer(jsm, names, p, options.consumer);
-        const consumer = new PartitionConsumer({ js, names, host, logger }, p, options.consumer);
+        await ensurePartitionConsumer(jsm, names, p, consumerOptions);
+        const consumer = new PartitionConsumer({ js, names, host, logger, intake }, p, consumerOptions);
         consumers.set(p, consumer);
         consumer.start();
+        // The previous owner's uncertain sends are reconciled at once, not after a claim expires.
         dispatcher.kick();
       },
+      // Intake stops, in-flight envelopes finish (bounded), then the partition's sends under
+      // way: only then is the lease given up, so its next owner never reconciles a send that
+      // is still on its way.
       release: async (p) => {
         const consumer = consumers.get(p);
         consumers.delete(p);
         await consumer?.stop();
+        await dispatcher.drainPartition(p);
       },
     },
-    options.lease,
+    { replicas: config.natsReplicas, ...options.lease },
   );
   try {
     await leases.start();
   } catch (err) {
     await sql.end();
+    await quick.end();
     throw err;
   }
   dispatcher.start();
-  logger.info({ partitions: leases.owned() }, 'worker started');
+  // Reservations of model calls whose process died hold credit until they expire; then any worker releases them.
+  const sweep = async () => {
+    try {
+      const n = await sweepExpiredReservations(sql);
+      if (n > 0) logger.info({ released: n }, 'worker: released expired credit reservations');
+    } catch (err) {
+      logger.warn({ err }, 'worker: could not sweep expired credit reservations');
+    }
+  };
+  void sweep();
+  const sweeper = setInterval(() => void sweep(), options.reservationSweepMs ?? DEFAULT_RESERVATION_SWEEP_MS);
+  sweeper.unref();
+  logger.info({ partitions: leases.owned(), modelMaxConcurrency: config.model.maxConcurrency, intake: intake.max }, 'worker started');
 
   let closing: Promise<void> | null = null;
   return {
     workerId,
     ownedPartitions: () => leases.owned(),
     activeConversations: () => host.lanes,
+    modelCalls: () => host.modelCalls,
     close: () =>
       (closing ??= (async () => {
+        clearInterval(sweeper);
+        // Partition by partition: intake stops, work in flight and its sends finish, the lease goes.
         await leases.close();
         await dispatcher.close();
         host.close();
         await sql.end();
+        await quick.end();
         logger.info('worker stopped');
       })()),
   };

@@ -11,11 +11,15 @@ import { startStandIn } from './lib/stand-in.js';
 import { runActors } from './sections/actors.js';
 import { runDrain, runScaleOut } from './sections/drain.js';
 import { runIngress } from './sections/ingress.js';
+import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
+import { runReplicas } from './sections/replicas.js';
+import { runModels } from './sections/models.js';
+import { runWebchat } from './sections/webchat.js';
 import type { BenchContext, Row, SectionResult } from './sections/types.js';
 
 /**
- * `npm run bench`: the benchmark suite (issue #8). Runs the chosen sections against real
+ * `npm run bench`: the benchmark suite (issues #8, #17, #19). Runs the chosen sections against real
  * NATS and PostgreSQL with the roles as child processes, prints a table (stdout), writes
  * bench/results/latest.json, removes its databases and streams. Progress goes to stderr.
  * See bench/README.md.
@@ -57,6 +61,10 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   latency: runLatency,
   actors: runActors,
   scaleout: runScaleOut,
+  webchat: runWebchat,
+  knowledge: runKnowledge,
+  replicas: runReplicas,
+  models: runModels,
 };
 
 const startedAt = new Date();

@@ -1,30 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener } from 'node:http';
-import type { TLSSocket } from 'node:tls';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Config } from '../lib/config.js';
-import type { Orm } from '../lib/db.js';
+import { openSqlPool, type Orm } from '../lib/db.js';
+import { VectorIndex } from '../lib/knowledge/vectors.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import { SecretBox } from '../lib/secrets.js';
+import { streamNames } from '../lib/streams.js';
 import { AccessTokens } from './auth/access-tokens.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { Sessions } from './auth/sessions.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
+import { apiPolicy } from './http/api-policy.js';
+import { jsonBodyOnly } from './http/json-body.js';
 import { createMetrics } from './http/metrics.js';
-import { agentRoutes } from './routes/agents.js';
-import { apiTokenRoutes } from './routes/api-tokens.js';
-import { authRoutes } from './routes/auth.js';
-import { billingRoutes } from './routes/billing.js';
-import { conversationRoutes } from './routes/conversations.js';
-import { dashboardRoutes } from './routes/dashboard.js';
-import { healthRoutes } from './routes/health.js';
-import { integrationRoutes } from './routes/integrations.js';
-import { webhookIngress } from './webhook/ingress.js';
-import { WebchatServer, type WebchatOptions } from './webchat/server.js';
-import { widgetRoutes } from './webchat/widget-route.js';
-import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
+import { buildOpenApiDocument } from './http/openapi.js';
+import { RouteDocs, type RouteDoc } from './http/route-docs.js';
+import { RouteTable } from './http/route-table.js';
+import { secureRequestRule } from './http/secure-request.js';
+import { agentRouteDocs, agentRoutes } from './routes/agents.js';
+import { analyticsRouteDocs, analyticsRoutes } from './routes/analytics.js';
+import { apiDocsRouteDocs, apiDocsRoutes } from './routes/api-docs.js';
+import { apiTokenRouteDocs, apiTokenRoutes } from './routes/api-tokens.js';
+import { authRouteDocs, authRoutes } from './routes/auth.js';
+import { billingRouteDocs, billingRoutes } from './routes/billing.js';
+import { conversationRouteDocs, conversationRoutes } from './routes/conversations.js';
+import { dashboardRouteDocs, dashboardRoutes } from './routes/dashboard.js';
+import { healthRouteDocs, healthRoutes } from './routes/health.js';
+import { integrationRouteDocs, integrationRoutes } from './routes/integrations.js';
+import { leadRouteDocs, leadRoutes } from './routes/leads.js';
+import type { WebhookActivityOptions } from './webhook/activity.js';
+import { webhookIngress, webhookPostRouteDoc, webhookRouteDocs } from './webhook/ingress.js';
+import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/server.js';
+import { widgetRouteDocs, widgetRoutes } from './webchat/widget-route.js';
+import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
+import { evaluationRouteDocs, evaluationRoutes } from './routes/evaluations.js';
+import { knowledgeBodyParser, knowledgeRouteDocs, knowledgeRoutes } from './routes/knowledge.js';
 
 export interface GatewayDeps {
   config: Config;
@@ -35,10 +48,17 @@ export interface GatewayDeps {
   now?: () => number;
   /** Webchat socket limits and timings (tests shorten them). */
   webchat?: WebchatOptions;
+  /** Background document processing (tests shorten the lease and sweep). */
+  knowledge?: IngestorOptions;
+  /** How often the webhook activity counted in memory is written (tests shorten it). */
+  webhookActivity?: WebhookActivityOptions;
 }
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
 const JSON_BODY_LIMIT = '1mb';
+
+/** Routes the HTTP server answers before express (gateway/server.ts): webhook POSTs and the webchat upgrade. */
+export const SERVER_ROUTE_DOCS: readonly RouteDoc[] = [webhookPostRouteDoc, webchatRouteDoc];
 
 /** The express app with what it holds beyond its routes. */
 export interface GatewayApp {
@@ -47,6 +67,8 @@ export interface GatewayApp {
   app: Express;
   /** The webchat socket server; the HTTP server routes its upgrades here. */
   webchat: WebchatServer;
+  /** Background document processing. */
+  ingestor: KnowledgeIngestor;
   /** Releases the app's subscriptions and sockets (after the HTTP server stopped accepting). */
   close: () => Promise<void>;
 }
@@ -58,11 +80,24 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const tokens = new AccessTokens(config, now);
   const sessions = new Sessions(orm, config, tokens, now);
   const auth = createAuthenticator(orm, tokens, sessions, now);
-  const metrics = createMetrics();
+  // Knowledge search and document processing, webhook activity, lead moves, analytics: plain SQL on a small pool of their own.
+  const sql = openSqlPool({ url: config.databaseUrl, poolMax: 4 });
+  const vectors = new VectorIndex();
+  const ingestor = new KnowledgeIngestor({ orm, sql, secrets, config, logger }, deps.knowledge);
+  ingestor.start();
 
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
+  const isSecure = secureRequestRule(app);
+  const routes = RouteTable.of(app);
+  // Every router is mounted with its docs under the same prefix: the OpenAPI document is built from them.
+  const routeDocs = new RouteDocs();
+  const mount = (prefix: string, router: RequestHandler, docs: readonly RouteDoc[]) => {
+    app.use(prefix, router);
+    routeDocs.add(prefix, docs);
+  };
+  const metrics = createMetrics((method, path) => routes.match(method, path));
   app.use((req, res, next) => {
     req.requestId = randomUUID();
     res.setHeader('X-Request-Id', req.requestId);
@@ -70,31 +105,38 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   });
   app.use(metrics.observe);
   app.use(helmet({ contentSecurityPolicy: false }));
-  app.use(healthRoutes({ orm, nc: deps.nc, registry: metrics.registry }));
+  mount('/', healthRoutes({ orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }), healthRouteDocs);
+  app.use('/api', apiPolicy({ enforceHttps: config.enforceHttps, isSecure }));
 
-  // Express's own rule (req.secure) for the webhook fast path, which never enters express.
-  const isSecure = (req: IncomingMessage): boolean => {
-    if ((req.socket as TLSSocket).encrypted) return true;
-    const trust = app.get('trust proxy fn') as (address: string | undefined, hop: number) => boolean;
-    if (!trust(req.socket.remoteAddress, 0)) return false;
-    return String(req.headers['x-forwarded-proto'] ?? '').split(',', 1)[0]!.trim() === 'https';
-  };
+  // Express's own rule (req.ip) for the webchat upgrade, which never enters express either:
+  // the socket's address, or the forwarded one when the proxy in front is trusted.
+  const clientIp = (req: IncomingMessage): string | undefined =>
+    (Object.create(app.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as express.Request).ip;
   // Before any body parser: webhooks hash their raw bytes as they arrive.
-  const webhooks = webhookIngress({ config, orm, nc: deps.nc, logger, box: secrets, now, isSecure, observe: metrics.record });
+  const webhooks = webhookIngress({ config, orm, sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: metrics.record });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
-  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, now, options: deps.webchat });
-  app.use('/api/webhook', webhooks.router);
-  app.use(widgetRoutes());
+  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, options: deps.webchat });
+  mount('/api/webhook', webhooks.router, webhookRouteDocs);
+  routeDocs.add('/', SERVER_ROUTE_DOCS, 'server');
+  mount('/', widgetRoutes(), widgetRouteDocs);
 
   app.use('/api/knowledge-bases', knowledgeBodyParser); // documents up to ~1 MB need a little more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
-  app.use('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }));
-  app.use('/api/api-tokens', apiTokenRoutes(auth));
-  app.use('/api/agents', agentRoutes(auth, secrets));
-  app.use('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, now }));
-  app.use('/api/knowledge-bases', knowledgeRoutes(auth));
-  app.use('/api', billingRoutes(auth));
-  app.use('/api', conversationRoutes({ auth, config, nc: deps.nc, logger }));
+  app.use('/api', jsonBodyOnly);
+  mount('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }), authRouteDocs);
+  mount('/api/api-tokens', apiTokenRoutes(auth), apiTokenRouteDocs);
+  mount('/api/agents', agentRoutes(auth, secrets, config), agentRouteDocs);
+  mount('/api/agents', evaluationRoutes({ auth, config, sql, secrets, vectors, logger }), evaluationRouteDocs);
+  mount('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, sql, now }), integrationRouteDocs);
+  mount('/api/knowledge-bases', knowledgeRoutes({ auth, config, sql, secrets, vectors, ingestor, logger }), knowledgeRouteDocs);
+  mount('/api', billingRoutes(auth), billingRouteDocs);
+  mount('/api', conversationRoutes({ auth, config, nc: deps.nc, logger }), conversationRouteDocs);
+  mount('/api', leadRoutes({ auth, sql }), leadRouteDocs);
+  mount('/api', analyticsRoutes({ auth, sql, now }), analyticsRouteDocs);
+  // The dashboard's docs join before the document is built; the docs routes describe themselves too.
+  routeDocs.add('/', dashboardRouteDocs);
+  routeDocs.add('/api', apiDocsRouteDocs);
+  app.use('/api', apiDocsRoutes(buildOpenApiDocument(routeDocs.list())));
 
   // The dashboard: exactly GET / and /app/<version>/… (after every API route, shadowing none).
   app.use(dashboardRoutes());
@@ -106,9 +148,12 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     },
     app,
     webchat,
+    ingestor,
     close: async () => {
       await webchat.close();
-      webhooks.close();
+      await webhooks.close();
+      await ingestor.close();
+      await sql.end();
     },
   };
 }

@@ -15,7 +15,7 @@ const DEFAULT_DRAIN_MS = 10_000;
 
 export async function startGateway(deps: GatewayDeps, listen: { port: number; host: string }): Promise<RunningGateway> {
   // Webhooks publish to the inbound stream: it must exist before the first one is accepted.
-  await ensureStreams(deps.nc, streamNames(deps.config.natsPrefix));
+  await ensureStreams(deps.nc, streamNames(deps.config.natsPrefix), { replicas: deps.config.natsReplicas });
   const gateway = createGatewayApp(deps);
   const server = createServer(gateway.handler);
   // Slow-loris guards: a client must send its headers and body in bounded time.

@@ -12,12 +12,24 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_DATABASE_URL = 'postgresql://root@127.0.0.1:5432/mas';
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 export const DEFAULT_NATS_PREFIX = 'mas';
+export const DEFAULT_NATS_REPLICAS = 1;
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 4_000;
 export const DEFAULT_PARTITIONS = 16;
 export const DEFAULT_HELPDESK_GLOBAL_URL = 'https://api.chat2desk.com';
 export const DEFAULT_HELPDESK_EUROPE_URL = 'https://api.chat24.io';
 export const DEFAULT_ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 export const DEFAULT_REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 export const DEFAULT_SECRET_GRACE_SECONDS = 24 * 3600;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+export const DEFAULT_WEBCHAT_MAX_SOCKETS = 20_000;
+export const DEFAULT_WEBCHAT_MAX_SOCKETS_PER_IP = 20;
+export const DEFAULT_WEBCHAT_MESSAGES_PER_MINUTE_PER_IP = 120;
+export const DEFAULT_WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR = 20;
+export const DEFAULT_OTEL_SERVICE_NAME = 'messaging-automation';
+/** Model calls one worker keeps in flight (contract.md § Model calls at real model latency). */
+export const DEFAULT_MODEL_MAX_CONCURRENCY = 1024;
+/** How long a model server that answers 429 / 503 (slow down) is retried before the conversation goes to a human. */
+export const DEFAULT_MODEL_RETRY_BUDGET_MS = 120_000;
 
 const DEV_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';
 const DEV_SECRETS_KEY = createHash('sha256').update('development-only-secrets-key').digest('hex');
@@ -33,7 +45,14 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
+  /** As given: one URL, or a comma-separated list of a cluster's servers. */
   readonly natsUrl: string;
+  /** The servers of NATS_URL, one per entry. */
+  readonly natsServers: readonly string[];
+  /** Replicas of every stream and KV bucket the service creates (3 on a cluster). */
+  readonly natsReplicas: number;
+  /** How long an inbound publish may retry (a stream-leader election) before 503 QUEUE_UNAVAILABLE. */
+  readonly publishTimeoutMs: number;
   readonly natsPrefix: string;
   readonly publicBaseUrl: string;
   readonly jwtSecret: string;
@@ -51,12 +70,53 @@ export interface Config {
   /** Passed to express' `trust proxy`. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: string;
+  /**
+   * Tenant-supplied URLs (helpdesk apiUrl, model and embedding baseUrl, document URLs) may
+   * reach loopback / private / link-local addresses. Off by default; on for development
+   * against local stand-ins and for the tests.
+   */
+  readonly allowPrivateUrls: boolean;
+  /** An orderly stop (SIGTERM / SIGINT, or a fatal error) exits within this long. */
+  readonly shutdownTimeoutMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is open. */
+  readonly metricsToken?: string;
   readonly rateLimits: {
     readonly loginPerEmail: RateLimitRule;
     readonly loginPerIp: RateLimitRule;
     readonly registerPerIp: RateLimitRule;
     readonly refreshPerIp: RateLimitRule;
   };
+  /** Webchat sockets and messages, per gateway process (contract.md § Webchat limits). */
+  readonly webchat: WebchatLimits;
+  /** OpenTelemetry trace export (OTLP over HTTP); absent: no tracing at all. */
+  readonly tracing?: TracingConfig;
+  /** Model calls of one worker process (contract.md § Model calls at real model latency). */
+  readonly model: ModelLimits;
+}
+
+export interface TracingConfig {
+  /** Where spans are posted: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  readonly url: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS (`key=value,…`, e.g. a collector's API key). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** OTEL_SERVICE_NAME; each role adds its name (`messaging-automation-gateway`). */
+  readonly serviceName: string;
+}
+
+export interface ModelLimits {
+  /** Model calls in flight at once, shared fairly between companies. */
+  readonly maxConcurrency: number;
+  /** A model server asking us to slow down (429, 503 with Retry-After) is retried this long before the conversation goes to a human. */
+  readonly retryBudgetMs: number;
+}
+
+export interface WebchatLimits {
+  /** Open sockets of every integration together. */
+  readonly maxSockets: number;
+  /** Open sockets from one client address (IPv6: one /64). */
+  readonly maxSocketsPerIp: number;
+  readonly messagesPerMinutePerIp: number;
+  readonly messagesPerMinutePerVisitor: number;
 }
 
 export const DEFAULT_RATE_LIMITS: Config['rateLimits'] = Object.freeze({
@@ -66,6 +126,9 @@ export const DEFAULT_RATE_LIMITS: Config['rateLimits'] = Object.freeze({
   refreshPerIp: { limit: 600, windowSeconds: 15 * 60 },
 });
 
+const BOOLEAN_WORDS = ['true', 'false', '1', '0', 'on', 'off', 'yes', 'no'];
+const isOn = (word: string | undefined): boolean => word !== undefined && ['true', '1', 'on', 'yes'].includes(word);
+
 const envSchema = {
   type: 'object',
   properties: {
@@ -73,7 +136,9 @@ const envSchema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     HOST: { type: 'string', minLength: 1 },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
-    NATS_URL: { type: 'string', pattern: '^(nats|tls|ws|wss)://' },
+    NATS_URL: { type: 'string', pattern: '^(nats|tls|ws|wss)://[^,\\s]+(\\s*,\\s*(nats|tls|ws|wss)://[^,\\s]+)*$' },
+    NATS_REPLICAS: { type: 'integer', minimum: 1, maximum: 5 },
+    PUBLISH_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60_000 },
     NATS_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,32}$' },
     PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
     JWT_SECRET: { type: 'string', minLength: 32 },
@@ -84,11 +149,28 @@ const envSchema = {
     HELPDESK_EUROPE_URL: { type: 'string', pattern: '^https?://' },
     SECRETS_KEY: { type: 'string', minLength: 1 },
     SECRET_GRACE_SECONDS: { type: 'integer', minimum: 0 },
-    ENFORCE_HTTPS: { type: 'string', enum: ['true', 'false', '1', '0', 'on', 'off', 'yes', 'no'] },
+    ENFORCE_HTTPS: { type: 'string', enum: BOOLEAN_WORDS },
     TRUST_PROXY: { type: 'string' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    ALLOW_PRIVATE_URLS: { type: 'string', enum: BOOLEAN_WORDS },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000 },
+    // A bearer token: long enough not to be guessed, no whitespace (it travels in a header).
+    METRICS_TOKEN: { type: 'string', minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
+    WEBCHAT_MAX_SOCKETS: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    WEBCHAT_MAX_SOCKETS_PER_IP: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    WEBCHAT_MESSAGES_PER_MINUTE_PER_IP: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    OTEL_EXPORTER_OTLP_HEADERS: { type: 'string', pattern: '^\\s*[^=,\\s]+\\s*=[^,]*(,\\s*[^=,\\s]+\\s*=[^,]*)*$' },
+    OTEL_SERVICE_NAME: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+    MODEL_MAX_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 100_000 },
+    MODEL_RETRY_BUDGET_MS: { type: 'integer', minimum: 0, maximum: 3_600_000 },
   },
 } as const;
+
+/** Variables whose values are credentials. */
+const SECRET_VARIABLES = new Set(['JWT_SECRET', 'SECRETS_KEY', 'METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS']);
 
 const ajv = new Ajv({ coerceTypes: true, allErrors: false });
 const validateEnv = ajv.compile(envSchema);
@@ -104,11 +186,43 @@ function parseSecretsKeys(raw: string): Buffer[] {
   });
 }
 
-function parseTrustProxy(raw: string | undefined): boolean | number | string {
+function parseTrustProxy(raw: string | undefined, production: boolean): boolean | number | string {
   if (raw === undefined || raw === '' || raw === 'false') return false;
+  // `true` believes every client's X-Forwarded-For and X-Forwarded-Proto: anyone could pick their IP (rate limits) and claim https.
+  if (raw === 'true' && production) {
+    throw new ConfigError('TRUST_PROXY: "true" trusts every client\'s X-Forwarded-* headers in production; set the number of proxy hops (e.g. 1) or the proxies\' addresses');
+  }
   if (raw === 'true') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
   return raw;
+}
+
+/** `a=1, b=x%20y` → {a: '1', b: 'x y'} (the OTLP exporters' header syntax: values URL-encoded). */
+function parseOtlpHeaders(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of raw ? raw.split(',') : []) {
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at).trim();
+    let value = pair.slice(at + 1).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      throw new ConfigError(`OTEL_EXPORTER_OTLP_HEADERS: the value of ${key} is not URL-encoded correctly`);
+    }
+    out[key] = value;
+  }
+  return Object.freeze(out);
+}
+
+function tracingConfig(v: Record<string, string | number | undefined>): TracingConfig | undefined {
+  const traces = v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as string | undefined;
+  const base = v.OTEL_EXPORTER_OTLP_ENDPOINT as string | undefined;
+  if (!traces && !base) return undefined;
+  return Object.freeze({
+    url: traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`,
+    headers: parseOtlpHeaders(v.OTEL_EXPORTER_OTLP_HEADERS as string | undefined),
+    serviceName: (v.OTEL_SERVICE_NAME as string | undefined) ?? DEFAULT_OTEL_SERVICE_NAME,
+  });
 }
 
 export interface LoadConfigOptions {
@@ -130,7 +244,9 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   if (!validateEnv(input)) {
     const err = validateEnv.errors![0]!;
     const name = err.instancePath.replace(/^\//, '') || String(err.params && (err.params as { missingProperty?: string }).missingProperty);
-    throw new ConfigError(`${name}: ${err.message} (got ${JSON.stringify(input[name])})`);
+    // A secret's value is never repeated: the message goes to logs.
+    const got = SECRET_VARIABLES.has(name) ? '' : ` (got ${JSON.stringify(input[name])})`;
+    throw new ConfigError(`${name}: ${err.message}${got}`);
   }
   const v = input as Record<string, string | number | undefined>;
   const nodeEnv = (v.NODE_ENV as Config['nodeEnv'] | undefined) ?? 'development';
@@ -149,15 +265,19 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const jwtSecret = required('JWT_SECRET', DEV_JWT_SECRET);
   const secretsKeys = parseSecretsKeys(required('SECRETS_KEY', DEV_SECRETS_KEY));
   const publicBaseUrl = required('PUBLIC_BASE_URL', `http://${host}:${port}`).replace(/\/+$/, '');
+  const natsUrl = (v.NATS_URL as string | undefined) ?? DEFAULT_NATS_URL;
   const enforceRaw = v.ENFORCE_HTTPS as string | undefined;
-  const enforceHttps = enforceRaw === undefined ? production : ['true', '1', 'on', 'yes'].includes(enforceRaw);
+  const enforceHttps = enforceRaw === undefined ? production : isOn(enforceRaw);
 
   const config: Config = {
     nodeEnv,
     port,
     host,
     databaseUrl: (v.DATABASE_URL as string | undefined) ?? DEFAULT_DATABASE_URL,
-    natsUrl: (v.NATS_URL as string | undefined) ?? DEFAULT_NATS_URL,
+    natsUrl,
+    natsServers: Object.freeze(natsUrl.split(',').map((u) => u.trim())),
+    natsReplicas: (v.NATS_REPLICAS as number | undefined) ?? DEFAULT_NATS_REPLICAS,
+    publishTimeoutMs: (v.PUBLISH_TIMEOUT_MS as number | undefined) ?? DEFAULT_PUBLISH_TIMEOUT_MS,
     natsPrefix: (v.NATS_PREFIX as string | undefined) ?? DEFAULT_NATS_PREFIX,
     publicBaseUrl,
     jwtSecret,
@@ -171,9 +291,23 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     secretsKeys: Object.freeze(secretsKeys),
     secretGraceSeconds: (v.SECRET_GRACE_SECONDS as number | undefined) ?? DEFAULT_SECRET_GRACE_SECONDS,
     enforceHttps,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY, production),
     logLevel: (v.LOG_LEVEL as string | undefined) ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    allowPrivateUrls: isOn(v.ALLOW_PRIVATE_URLS as string | undefined),
+    shutdownTimeoutMs: (v.SHUTDOWN_TIMEOUT_MS as number | undefined) ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    metricsToken: v.METRICS_TOKEN as string | undefined,
     rateLimits: Object.freeze({ ...DEFAULT_RATE_LIMITS, ...options.overrides?.rateLimits }),
+    webchat: Object.freeze({
+      maxSockets: (v.WEBCHAT_MAX_SOCKETS as number | undefined) ?? DEFAULT_WEBCHAT_MAX_SOCKETS,
+      maxSocketsPerIp: (v.WEBCHAT_MAX_SOCKETS_PER_IP as number | undefined) ?? DEFAULT_WEBCHAT_MAX_SOCKETS_PER_IP,
+      messagesPerMinutePerIp: (v.WEBCHAT_MESSAGES_PER_MINUTE_PER_IP as number | undefined) ?? DEFAULT_WEBCHAT_MESSAGES_PER_MINUTE_PER_IP,
+      messagesPerMinutePerVisitor: (v.WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR as number | undefined) ?? DEFAULT_WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR,
+    }),
+    tracing: tracingConfig(v),
+    model: Object.freeze({
+      maxConcurrency: (v.MODEL_MAX_CONCURRENCY as number | undefined) ?? DEFAULT_MODEL_MAX_CONCURRENCY,
+      retryBudgetMs: (v.MODEL_RETRY_BUDGET_MS as number | undefined) ?? DEFAULT_MODEL_RETRY_BUDGET_MS,
+    }),
   };
   return Object.freeze(config);
 }

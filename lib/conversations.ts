@@ -32,6 +32,8 @@ export interface MessageView {
   delivery: string | null;
   /** Why a reply was not delivered (delivery "failed" or "cancelled"), else null. */
   deliveryError: string | null;
+  /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`, empty when none); null for other messages. */
+  sources: { documentId: number; chunkId: number; title: string }[] | null;
   createdAt: string;
 }
 
@@ -93,6 +95,7 @@ export interface MessageLike {
   replyToId: string | number | null;
   delivery: string | null;
   deliveryError?: string | null;
+  sources?: { documentId: number; chunkId: number; title: string }[] | null;
   createdAt: Date | string;
 }
 
@@ -107,6 +110,7 @@ export function messageView(m: MessageLike): MessageView {
     replyToId: m.replyToId === null ? null : Number(m.replyToId),
     delivery: m.delivery,
     deliveryError: m.deliveryError ?? null,
+    sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
     createdAt: iso(m.createdAt)!,
   };
 }

@@ -55,6 +55,12 @@ export async function ensureDatabase(url: string): Promise<boolean> {
 export interface OpenDatabaseOptions {
   url: string;
   poolMax?: number;
+  /**
+   * false: commits do not wait for the WAL to reach disk (`synchronous_commit = off`). Only
+   * for writes that may be lost in a crash of PostgreSQL itself (never of ours) without
+   * harm: what was committed stays consistent, the last fraction of a second is missing.
+   */
+  synchronousCommit?: boolean;
 }
 
 export async function openDatabase({ url, poolMax = 10 }: OpenDatabaseOptions): Promise<Orm> {
@@ -91,9 +97,12 @@ export function pingDatabase(orm: Orm, timeoutMs = 2000): Promise<boolean> {
  * overhead (bench/README.md: about half the client CPU per statement).
  */
 export type SqlPool = pg.Pool;
+
+/** See openSqlPool: well below the lease TTL, so a taken-over partition is free within it. */
+export const IDLE_IN_TRANSACTION_MS = 5_000;
 export type SqlClient = pg.Pool | pg.PoolClient;
 
-export function openSqlPool({ url, poolMax = 10 }: OpenDatabaseOptions): SqlPool {
+export function openSqlPool({ url, poolMax = 10, synchronousCommit = true }: OpenDatabaseOptions): SqlPool {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolMax,
@@ -102,7 +111,11 @@ export function openSqlPool({ url, poolMax = 10 }: OpenDatabaseOptions): SqlPool
     // A named statement's plan is cached after a few runs; one cached while the tables were
     // tiny (a fresh database) would keep scanning them whole as they grow. Plan each run: the
     // parse is still saved.
-    options: '-c plan_cache_mode=force_custom_plan',
+    // A worker stalled inside a transaction (SIGSTOP, a frozen VM) keeps its row locks, and
+    // the worker taking its partitions over would wait on them for as long as it is stalled:
+    // PostgreSQL ends a session idle in a transaction after IDLE_IN_TRANSACTION_MS (the
+    // worker's transactions never wait on anything but the database).
+    options: `-c plan_cache_mode=force_custom_plan -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}${synchronousCommit ? '' : ' -c synchronous_commit=off'}`,
   });
   // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
   pool.on('error', () => {});
@@ -113,6 +126,12 @@ export function openSqlPool({ url, poolMax = 10 }: OpenDatabaseOptions): SqlPool
 export async function inTransaction<T>(pool: SqlPool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken = false;
+  // A checked-out client has no error listener of the pool's: a connection lost between two
+  // statements (PostgreSQL restarted) would be an uncaught 'error' event and end the process.
+  const lost = () => {
+    broken = true;
+  };
+  client.on('error', lost);
   try {
     await client.query('begin');
     const out = await work(client);
@@ -126,6 +145,7 @@ export async function inTransaction<T>(pool: SqlPool, work: (client: pg.PoolClie
     }
     throw err;
   } finally {
+    client.removeListener('error', lost);
     client.release(broken);
   }
 }

@@ -12,3 +12,12 @@ export async function succeedsWithin(work: () => Promise<unknown>, timeoutMs: nu
     clearTimeout(timer);
   }
 }
+
+/** `work`'s result, or a rejection once `timeoutMs` passed first. */
+export function withinDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}

@@ -17,6 +17,7 @@ export const ERRORS = {
   FORBIDDEN: { status: 403, message: 'This credential may not do that.' },
   INTEGRATION_INACTIVE: { status: 403, message: 'The integration is not active.' },
   HTTPS_REQUIRED: { status: 403, message: 'Webhooks must be delivered over HTTPS.' },
+  ORIGIN_NOT_ALLOWED: { status: 403, message: 'This page may not open the chat.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   CONFLICT: { status: 409, message: 'The resource is in a conflicting state.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { activeTraceFields } from './tracing.js';
 
 export type { Logger };
 
@@ -15,7 +16,8 @@ const REDACT = [
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
-    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid } },
+    // mixin: a line logged inside a traced span carries its traceId and spanId.
+    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid }, mixin: activeTraceFields },
     destination,
   );
 }

@@ -9,9 +9,10 @@ export type { NatsConnection };
  * that it reconnects forever: an outage makes publishes fail fast (the gateway answers 503)
  * but never needs a process restart.
  */
-export async function connectNats(url: string, name: string, logger?: Logger): Promise<NatsConnection> {
+export async function connectNats(url: string | readonly string[], name: string, logger?: Logger): Promise<NatsConnection> {
   const nc = await connect({
-    servers: url,
+    // A cluster's servers (NATS_URL is a comma-separated list): the client moves between them.
+    servers: typeof url === 'string' ? url.split(',').map((u) => u.trim()) : [...url],
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,

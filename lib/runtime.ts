@@ -4,6 +4,7 @@ import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableEr
 import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 import { connectNats, type NatsConnection } from './nats.js';
+import { installTracing, type InstalledTracing } from './tracing.js';
 
 /**
  * What every entry point (all-in-one, gateway, worker) does before its role starts:
@@ -53,6 +54,12 @@ export async function startRuntime(role: string): Promise<Runtime> {
   }
   const logger = createLogger(config.logLevel).child({ role });
   for (const w of warnings) logger.warn(w);
+  let tracing: InstalledTracing | undefined;
+  if (config.tracing) {
+    const { url, headers, serviceName } = config.tracing;
+    tracing = installTracing({ serviceName: `${serviceName}-${role}`, url, headers, attributes: { 'service.namespace': config.natsPrefix } });
+    logger.info({ endpoint: redactUrl(url) }, 'exporting traces (OTLP/HTTP)');
+  }
 
   let orm: Orm;
   try {
@@ -74,6 +81,10 @@ export async function startRuntime(role: string): Promise<Runtime> {
   }
 
   const steps: (() => Promise<void> | void)[] = [
+    // Last of all: the spans of the stop itself are exported too.
+    async () => {
+      await tracing?.shutdown();
+    },
     async () => {
       await orm.close();
     },
@@ -82,13 +93,26 @@ export async function startRuntime(role: string): Promise<Runtime> {
     },
   ];
   let stopping = false;
-  const stop = async (signal: string) => {
+  /**
+   * The orderly stop: steps in reverse order of registration, within SHUTDOWN_TIMEOUT_MS
+   * whatever NATS and PostgreSQL do (exit 1 when the deadline cuts it short). Work that did
+   * not finish is not half done: each commit is one transaction, and an unacknowledged
+   * message is delivered again.
+   */
+  const stop = async (reason: string, exitCode: number) => {
     if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      if (reason === 'SIGTERM' || reason === 'SIGINT') {
+        logger.warn({ signal: reason }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      return;
     }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ reason }, 'shutting down');
+    setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
     for (const step of [...steps].reverse()) {
       try {
         await step();
@@ -97,10 +121,18 @@ export async function startRuntime(role: string): Promise<Runtime> {
       }
     }
     logger.info('stopped');
-    process.exit(0);
+    process.exit(exitCode);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM', 0));
+  process.on('SIGINT', () => void stop('SIGINT', 0));
+  // A failure nothing else caught: log it and stop in order (exit 1) rather than go on in an
+  // unknown state or die without releasing leases and connections.
+  const fatal = (kind: string) => (err: unknown) => {
+    logger.fatal({ err }, `${kind}: stopping`);
+    void stop(kind, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled promise rejection'));
 
   return { config, logger, orm, nc, onShutdown: (step) => steps.push(step) };
 }

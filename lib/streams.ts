@@ -1,4 +1,5 @@
-import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from './nats.js';
 
 /**
@@ -59,9 +60,25 @@ export function partitionOf(integrationId: number, clientId: string, partitions:
 /** JetStream's quick-retry dedup window; late helpdesk retries are caught by a durable record. */
 export const DUPLICATE_WINDOW_NS = 2 * 60 * 1_000_000_000;
 
-/** Creates (or updates) the inbound stream. Idempotent; every role calls it at start. */
-export async function ensureStreams(nc: NatsConnection, names: StreamNames): Promise<JetStreamManager> {
-  const jsm = await jetstreamManager(nc);
+/** Deadline of stream and bucket creation / updates at start (a replica change can take a while on a busy cluster). */
+const STREAM_ADMIN_TIMEOUT_MS = 30_000;
+
+/** JetStream says the stream does not exist (by its API code, not its message text). */
+export const isStreamNotFound = (err: unknown): boolean => err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+
+export interface StreamOptions {
+  /** Replicas of the stream (NATS_REPLICAS; 3 on a cluster). */
+  replicas?: number;
+}
+
+/**
+ * Creates the inbound stream, or brings an existing one to this configuration (a change of
+ * NATS_REPLICAS included: JetStream adds or removes replicas in place). Idempotent; every
+ * role calls it at start.
+ */
+export async function ensureStreams(nc: NatsConnection, names: StreamNames, options: StreamOptions = {}): Promise<JetStreamManager> {
+  // A change of replicas is answered once the new ones are placed: longer than the API's usual 5 s.
+  const jsm = await jetstreamManager(nc, { timeout: STREAM_ADMIN_TIMEOUT_MS });
   const config = {
     name: names.inboundStream,
     subjects: [names.inboundWildcard],
@@ -71,13 +88,65 @@ export async function ensureStreams(nc: NatsConnection, names: StreamNames): Pro
     discard: DiscardPolicy.Old,
     duplicate_window: DUPLICATE_WINDOW_NS,
     max_age: 7 * 24 * 3600 * 1_000_000_000,
+    num_replicas: options.replicas ?? 1,
   };
+  let current;
   try {
-    await jsm.streams.info(config.name);
-    await jsm.streams.update(config.name, config);
+    current = (await jsm.streams.info(config.name)).config;
   } catch (err) {
-    if (!/stream not found/i.test((err as Error).message)) throw err;
+    if (!isStreamNotFound(err)) throw err;
     await jsm.streams.add(config);
+    return jsm;
   }
+  // Only a stream that differs is updated: every process starting at once would otherwise
+  // queue the same (slow, for a replica change) update behind one another.
+  const differs = (Object.keys(config) as (keyof typeof config)[]).some((k) => JSON.stringify(current[k]) !== JSON.stringify(config[k]));
+  if (differs) await jsm.streams.update(config.name, { ...current, ...config });
   return jsm;
+}
+
+/**
+ * Opens a KV bucket, creating it, and brings its stream to `replicas` and `ttlMs` when it
+ * exists with others (a bucket is a stream named `KV_<bucket>`).
+ */
+export async function ensureKvBucket(nc: NatsConnection, bucket: string, options: { ttlMs: number; history: number; replicas?: number }): Promise<KV> {
+  const replicas = options.replicas ?? 1;
+  const kv = await new Kvm(nc).create(bucket, { ttl: options.ttlMs, history: options.history, replicas });
+  const jsm = await jetstreamManager(nc, { timeout: STREAM_ADMIN_TIMEOUT_MS });
+  const stream = `KV_${bucket}`;
+  const { config } = await jsm.streams.info(stream);
+  const maxAge = options.ttlMs * 1_000_000;
+  if (config.num_replicas !== replicas || config.max_age !== maxAge) await jsm.streams.update(stream, { ...config, num_replicas: replicas, max_age: maxAge });
+  return kv;
+}
+
+export interface ReplicaReport {
+  /** Replicas configured for it. */
+  replicas: number;
+  /** Replicas that are current (the leader and caught-up followers). */
+  current: number;
+  leader: string | null;
+}
+
+/**
+ * How the service's streams are replicated right now, for /readyz: per stream, configured
+ * replicas and how many are current. `expected` is NATS_REPLICAS; `ok` says whether every
+ * stream has that many and all of them current.
+ */
+export async function replicaReport(nc: NatsConnection, names: StreamNames, expected: number): Promise<{ ok: boolean; expected: number; streams: Record<string, ReplicaReport> }> {
+  const jsm = await jetstreamManager(nc);
+  const streams: Record<string, ReplicaReport> = {};
+  for (const name of [names.inboundStream, `KV_${names.leaseBucket}`]) {
+    try {
+      const info = await jsm.streams.info(name);
+      const leader = info.cluster?.leader ?? null;
+      // A server outside any cluster serves its streams itself: it names no leader.
+      const current = leader === null ? 1 : 1 + (info.cluster?.replicas ?? []).filter((r) => r.current && !r.offline).length;
+      streams[name] = { replicas: info.config.num_replicas, current, leader };
+    } catch (err) {
+      if (!isStreamNotFound(err)) throw err;
+    }
+  }
+  const ok = Object.values(streams).every((s) => s.replicas === expected && s.current === expected);
+  return { ok, expected, streams };
 }

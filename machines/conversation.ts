@@ -3,7 +3,7 @@
 // `session_transfer_external` and `session_close` (via `machine.provide({ actions })`,
 // inspection, or the actions returned by the pure `transition()` API) and supplies the
 // real `agent` actor via `machine.provide({ actors: { agent } })`.
-import { assertEvent, assign, fromPromise, setup, type StateValue } from 'xstate';
+import { assertEvent, assign, enqueueActions, fromPromise, setup, type StateValue } from 'xstate';
 import type {
   AgentInput,
   AgentOutput,
@@ -12,6 +12,7 @@ import type {
   ConversationEvent,
   ConversationStatus,
   HandoffReason,
+  LeadStageParams,
   SessionCloseParams,
   SessionTransferExternalParams,
 } from '../schema/conversation.js';
@@ -29,7 +30,7 @@ function hasRequestId(event: ConversationEvent): boolean {
   return 'requestId' in event && typeof event.requestId === 'number' && Number.isFinite(event.requestId);
 }
 
-const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'model_failed'];
+const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'spend_cap', 'outside_hours', 'model_failed'];
 
 function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
   if (output && output.kind === 'handoff' && HANDOFF_REASONS.includes(output.reason)) return output.reason;
@@ -62,9 +63,16 @@ function initialContext(): ConversationContext {
     dialogIds: [],
     transfers: [],
     lastCustomerMessageId: null,
+    collected: [],
+    answerDueAt: null,
     handoffReason: null,
     closedAt: null,
   };
+}
+
+/** The text the agent answers: every collected message, in order. */
+export function collectedText(context: ConversationContext): string {
+  return (context.collected ?? []).map((m) => m.text).join('\n');
 }
 
 export const conversationMachine = setup({
@@ -84,12 +92,17 @@ export const conversationMachine = setup({
       const output = (event as { output?: AgentOutput }).output;
       return output?.kind === 'reply' && typeof output.text === 'string';
     },
+    outputIsClose: ({ event }) => (event as { output?: AgentOutput }).output?.kind === 'close',
+    debounces: ({ event }) => event.type === 'customer.message' && typeof event.debounceMs === 'number' && event.debounceMs > 0,
+    answerIsDue: ({ context, event }) =>
+      event.type === 'debounce.elapsed' && (context.answerDueAt == null || Date.parse(event.at) >= Date.parse(context.answerDueAt)),
   },
   actions: {
     // ---- named actions performed by the host (no-ops here) ----
     agent_reply: (_args, _params: AgentReplyParams) => {},
     session_transfer_external: (_args, _params: SessionTransferExternalParams) => {},
     session_close: (_args, _params: SessionCloseParams) => {},
+    lead_stage: (_args, _params: LeadStageParams) => {},
 
     // ---- context updates ----
     rememberHelpdeskIds: assign(({ context, event }) => ({
@@ -121,6 +134,23 @@ export const conversationMachine = setup({
       handoffReason: handoffReasonOf((event as { output?: AgentOutput }).output),
     })),
     recordAgentFailure: assign({ handoffReason: 'model_failed' }),
+    /** The message is what the agent answers next (alone, or with the others of the debounce window). */
+    collectMessage: assign(({ context, event }) => {
+      assertEvent(event, 'customer.message');
+      return { collected: [...(context.collected ?? []), { messageId: event.messageId, text: event.text }] };
+    }),
+    /** The answer is due debounceMs after the latest message. */
+    armDebounce: assign(({ event }) => {
+      assertEvent(event, 'customer.message');
+      return { answerDueAt: new Date(Date.parse(event.at) + (event.debounceMs ?? 0)).toISOString() };
+    }),
+    forgetCollected: assign({ collected: [], answerDueAt: null }),
+    /** The agent's set_lead_stage tool, with any answer. */
+    moveLead: enqueueActions(({ event, enqueue }) => {
+      const stage = (event as { output?: AgentOutput }).output?.leadStage;
+      // Enqueued by name (setup's own action table is not typed inside itself).
+      if (typeof stage === 'string' && stage) enqueue({ type: 'lead_stage', params: { stage } } as never);
+    }),
   },
 }).createMachine({
   id: 'conversation',
@@ -193,11 +223,19 @@ export const conversationMachine = setup({
       },
       states: {
         idle: {
+          entry: 'forgetCollected',
           on: {
-            'customer.message': {
-              target: 'answering',
-              actions: 'recordCustomerMessage',
-            },
+            'customer.message': [
+              // The agent waits debounceMs for more messages and answers them together.
+              { guard: 'debounces', target: 'collecting', actions: ['recordCustomerMessage', 'collectMessage', 'armDebounce'] },
+              { target: 'answering', actions: ['recordCustomerMessage', 'collectMessage'] },
+            ],
+          },
+        },
+        collecting: {
+          on: {
+            'customer.message': { actions: ['recordCustomerMessage', 'collectMessage', 'armDebounce'] },
+            'debounce.elapsed': { guard: 'answerIsDue', target: 'answering' },
           },
         },
         answering: {
@@ -206,26 +244,53 @@ export const conversationMachine = setup({
           invoke: {
             id: 'agent',
             src: 'agent',
-            input: ({ event }) => {
-              assertEvent(event, 'customer.message');
-              return { messageId: event.messageId, text: event.text };
-            },
+            input: ({ context }) => ({ messageId: context.lastCustomerMessageId ?? '', text: collectedText(context) }),
             onDone: [
               {
                 guard: 'outputIsReply',
                 target: 'idle',
-                actions: {
-                  type: 'agent_reply',
-                  params: ({ context, event }) => ({
-                    messageId: context.lastCustomerMessageId,
-                    text: event.output.kind === 'reply' ? event.output.text : '',
-                  }),
-                },
+                actions: [
+                  {
+                    type: 'agent_reply',
+                    params: ({ context, event }) => ({
+                      messageId: context.lastCustomerMessageId,
+                      text: event.output.kind === 'reply' ? event.output.text : '',
+                      ...(event.output.kind === 'reply' && Array.isArray(event.output.sources) ? { sources: event.output.sources } : {}),
+                    }),
+                  },
+                  'moveLead',
+                ],
+              },
+              {
+                // The agent's close_conversation tool: what it said last goes out, then the session ends.
+                guard: 'outputIsClose',
+                target: '#conversation.closed',
+                actions: [
+                  {
+                    type: 'agent_reply',
+                    params: ({ context, event }) => ({
+                      messageId: context.lastCustomerMessageId,
+                      text: event.output.kind === 'close' ? (event.output.text ?? '') : '',
+                    }),
+                  },
+                  'moveLead',
+                  'recordClosed',
+                  {
+                    type: 'session_close',
+                    params: ({ event }) => ({
+                      origin: 'agent',
+                      event: 'agent.close',
+                      at: new Date().toISOString(),
+                      reason: event.output.kind === 'close' ? event.output.reason : 'close_conversation',
+                    }),
+                  },
+                ],
               },
               {
                 target: '#conversation.paused.operator',
                 actions: [
                   'recordAgentHandoff',
+                  'moveLead',
                   {
                     type: 'session_transfer_external',
                     params: ({ context, event }) => ({
@@ -425,7 +490,7 @@ export function conversationMachineDefinition(): ConversationMachineDefinition {
     id: conversationMachine.id,
     states,
     events: [...events].sort(),
-    hostActions: ['agent_reply', 'session_transfer_external', 'session_close'],
+    hostActions: ['agent_reply', 'session_transfer_external', 'session_close', 'lead_stage'],
     definition,
   };
 }

@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 import type { StateValue } from 'xstate';
 import type { Channel } from './envelope.js';
-import type { ConversationStatus } from './conversation.js';
+import type { ConversationStatus, ReplySource } from './conversation.js';
 
 /**
  * Entities of the conversation engine (migration 0004). Company-owned like the others:
@@ -109,6 +109,8 @@ export interface ConversationMessage {
   delivery: MessageDelivery | null;
   deliveryError: string | null;
   attachments: unknown[];
+  /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`); null for other messages. */
+  sources: ReplySource[] | null;
   createdAt: Date;
 }
 
@@ -129,6 +131,7 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     delivery: { type: 'text', nullable: true },
     deliveryError: { type: 'text', nullable: true },
     attachments: { type: 'json', default: '[]' },
+    sources: { type: 'json', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
@@ -205,6 +208,12 @@ export interface OutboxItem {
   attempts: number;
   nextAttemptAt: Date;
   claimedUntil: Date | null;
+  /** When the (last) send began; set with `sending`. */
+  sendingAt: Date | null;
+  /** The partition lease epoch the row is being sent under (fencing token). */
+  leaseRev: string | null;
+  /** Reconciliations that could not read the helpdesk's history. */
+  reconcileAttempts: number;
   lastError: string | null;
   externalId: string | null;
   createdAt: Date;
@@ -227,6 +236,9 @@ export const OutboxSchema = new EntitySchema<OutboxItem>({
     attempts: { type: 'integer', default: 0 },
     nextAttemptAt: { type: 'datetime', defaultRaw: 'now()' },
     claimedUntil: { type: 'datetime', nullable: true },
+    sendingAt: { type: 'datetime', nullable: true },
+    leaseRev: { type: 'bigint', nullable: true },
+    reconcileAttempts: { type: 'integer', default: 0 },
     lastError: { type: 'text', nullable: true },
     externalId: { type: 'text', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },

@@ -18,8 +18,20 @@ export interface ConversationContext {
   transfers: ConversationTransfer[];
   lastCustomerMessageId: string | null;
   /**
+   * The customer messages the agent answers next, together: one while answering without
+   * debounce, every message that arrived inside the debounce window with it. Cleared when
+   * the machine is back in `active.idle`.
+   */
+  collected?: { messageId: string; text: string }[];
+  /**
+   * While collecting (agent debounce): when the answer is due (ISO). A durable deadline in
+   * the snapshot, not an `after` timer (those are lost on restore): the host sends
+   * `debounce.elapsed` once it has passed, also after a restart.
+   */
+  answerDueAt?: string | null;
+  /**
    * Why the session is (or was last) paused: an agent handoff reason
-   * (`asked_for_human`, `no_answer`, `no_credit`, `model_failed`),
+   * (`asked_for_human`, `no_answer`, `no_credit`, `spend_cap`, `model_failed`),
    * `dialog_transferred` or `operator_pause`. Reset to null on `operator.resume`.
    */
   handoffReason: string | null;
@@ -38,6 +50,15 @@ export interface CustomerMessageEvent {
   /** Helpdesk request_id / dialog_id carried by the inbox webhook, remembered when present. */
   requestId?: number;
   dialogId?: number;
+  /** The agent's debounce window (ms) when it has one: messages within it are answered once, together. */
+  debounceMs?: number;
+}
+
+/** Sent by the host once a collecting conversation's `answerDueAt` has passed. */
+export interface DebounceElapsedEvent {
+  type: 'debounce.elapsed';
+  /** ISO timestamp of when the host noticed. */
+  at: string;
 }
 
 /** Payload common to the helpdesk status events. */
@@ -83,7 +104,7 @@ export interface OperatorCloseEvent extends OperatorPayload {
 
 export type OperatorEvent = OperatorPauseEvent | OperatorResumeEvent | OperatorCloseEvent;
 
-export type ConversationEvent = CustomerMessageEvent | HelpdeskEvent | OperatorEvent;
+export type ConversationEvent = CustomerMessageEvent | DebounceElapsedEvent | HelpdeskEvent | OperatorEvent;
 
 export type ConversationEventType = ConversationEvent['type'];
 
@@ -94,32 +115,56 @@ export interface AgentInput {
   text: string;
 }
 
-export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'model_failed';
+export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'spend_cap' | 'outside_hours' | 'model_failed';
 
 /**
  * The language-model call that produced an answer: what the host debits from the company's
  * credit (one `model_usage` ledger entry) in the transaction that commits the answer.
- * `costUsd` is an exact decimal string (6 decimals, actors/agents/pricing.ts).
+ * `costUsd` is an exact decimal string (6 decimals, lib/agents/pricing.ts).
  */
 export interface ModelUsage {
+  /** The agent that made the call (daily spend caps per agent are summed by it). */
+  agentId?: number | null;
   model: string;
   inputTokens: number;
   outputTokens: number;
   costUsd: string;
 }
 
-export type AgentOutput =
-  | { kind: 'reply'; text: string; usage?: ModelUsage }
-  | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string };
+/** A knowledge chunk an agent's reply came from (shown to operators with the reply). */
+export interface ReplySource {
+  documentId: number;
+  chunkId: number;
+  title: string;
+}
+
+/** What every answer may carry besides its text: the lead stage the agent moved the customer to (its set_lead_stage tool). */
+interface AgentOutputExtras {
+  leadStage?: string;
+}
+
+export type AgentOutput = AgentOutputExtras &
+  (
+    | { kind: 'reply'; text: string; usage?: ModelUsage; sources?: ReplySource[] }
+    | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string }
+    /** The agent closed the conversation (its close_conversation tool), after saying `text` if any. */
+    | { kind: 'close'; reason: string; text?: string; usage?: ModelUsage }
+  );
+
+/** Params of the `lead_stage` action: move the customer's lead to this stage (by name or id). */
+export interface LeadStageParams {
+  stage: string;
+}
 
 // ---- status / named action params -----------------------------------------
 
 export type ConversationStatus = 'active' | 'paused' | 'closed';
 
-/** Params of the `agent_reply` action: send `text` as the answer to `messageId`. */
+/** Params of the `agent_reply` action: send `text` as the answer to `messageId`; `sources` are recorded with it. */
 export interface AgentReplyParams {
   messageId: string | null;
   text: string;
+  sources?: ReplySource[];
 }
 
 /**
@@ -135,8 +180,10 @@ export type SessionTransferExternalParams =
 
 /** Params of the `session_close` action. */
 export interface SessionCloseParams {
-  origin: 'helpdesk' | 'operator';
-  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close';
+  origin: 'helpdesk' | 'operator' | 'agent';
+  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close' | 'agent.close';
+  /** Why the agent closed it (its close_conversation tool). */
+  reason?: string;
   at: string;
   requestId?: number;
   dialogId?: number;

@@ -1,5 +1,6 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { BigIntType, EntitySchema } from '@mikro-orm/core';
 import { conversationEntities } from './conversation-entities.js';
+import { leadEntities } from './lead-entities.js';
 
 /**
  * Entities of the data layer (MikroORM EntitySchema, no decorators). Every company-owned
@@ -20,6 +21,10 @@ export interface Company {
   publicId: string;
   name: string;
   balanceUsd: string;
+  /** Held by model calls in flight (their estimated cost, lib/credit.ts); settled or released when each call ends. */
+  reservedUsd: string;
+  /** Model spend allowed per UTC day (decimal string); past it conversations go to a human. null: no cap. */
+  spendCapUsdPerDay: string | null;
   createdAt: Date;
 }
 
@@ -31,6 +36,8 @@ export const CompanySchema = new EntitySchema<Company>({
     publicId: { type: 'uuid', unique: true },
     name: { type: 'text' },
     balanceUsd: { type: 'decimal', precision: 18, scale: 6 },
+    reservedUsd: { type: 'decimal', precision: 18, scale: 6, defaultRaw: '0' },
+    spendCapUsdPerDay: { type: 'decimal', precision: 18, scale: 6, nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
@@ -144,6 +151,7 @@ export interface LedgerEntry {
   outputTokens: number | null;
   model: string | null;
   conversationId: number | null;
+  agentId: number | null;
   at: Date;
 }
 
@@ -157,10 +165,11 @@ export const LedgerEntrySchema = new EntitySchema<LedgerEntry>({
     kind: { type: 'text' },
     amountUsd: { type: 'decimal', precision: 18, scale: 6 },
     balanceAfterUsd: { type: 'decimal', precision: 18, scale: 6 },
-    inputTokens: { type: 'integer', nullable: true },
-    outputTokens: { type: 'integer', nullable: true },
+    inputTokens: { type: new BigIntType('number'), nullable: true },
+    outputTokens: { type: new BigIntType('number'), nullable: true },
     model: { type: 'text', nullable: true },
     conversationId: { type: 'integer', nullable: true },
+    agentId: { type: 'integer', nullable: true },
     at: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
@@ -215,7 +224,20 @@ export interface KnowledgeBase {
   id: number;
   companyId: number;
   name: string;
+  /** A PostgreSQL text-search configuration (`simple`, `english`, `russian`, …). */
+  language: string;
+  /** An OpenAI-compatible embeddings server; null: no vectors. */
+  embeddingBaseUrl: string | null;
+  embeddingModel: string | null;
+  /** Sealed with lib/secrets.ts; write-only through the API. */
+  embeddingApiKeySealed: string | null;
+  /** Learnt from the first answer of the embedding server. */
+  embeddingDimensions: number | null;
+  chunkCount: number;
+  /** Bumped by every change of the base's chunks (vector caches compare it). */
+  contentVersion: string;
   createdAt: Date;
+  updatedAt: Date;
 }
 
 export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
@@ -226,23 +248,52 @@ export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
     id: { type: 'integer', primary: true, autoincrement: true },
     companyId: { type: 'integer' },
     name: { type: 'text' },
+    language: { type: 'text', default: 'simple' },
+    embeddingBaseUrl: { type: 'text', nullable: true },
+    embeddingModel: { type: 'text', nullable: true },
+    embeddingApiKeySealed: { type: 'text', nullable: true, lazy: true },
+    embeddingDimensions: { type: 'integer', nullable: true },
+    chunkCount: { type: 'integer', default: 0 },
+    contentVersion: { type: 'bigint', default: 0 },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
+
+export type DocumentStatus = 'processing' | 'ready' | 'failed';
+
+/** Where a document came from. */
+export interface DocumentSource {
+  type: 'text' | 'markdown' | 'html' | 'pdf' | 'url';
+  filename?: string;
+  url?: string;
+  /** Size of the original (upload or page) in bytes. */
+  bytes?: number;
+}
 
 export interface KnowledgeDocument {
   id: number;
   companyId: number;
   knowledgeBaseId: number;
   title: string;
-  content: string;
+  /** The structured text (lib/knowledge/chunker.ts); null until extracted. */
+  content: string | null;
+  /** How `content` is read: `text` (plain) or `markdown` (headings); the original format is in `source`. */
+  format: string;
+  source: DocumentSource;
+  status: DocumentStatus;
+  progress: number;
+  error: string | null;
+  chunkCount: number;
+  /** The uploaded bytes while they wait to be read. */
+  raw: Buffer | null;
+  attempts: number;
+  leaseUntil: Date | null;
   createdAt: Date;
+  updatedAt: Date;
 }
 
-/**
- * The table also has a generated `search_vector` (tsvector) column, deliberately not mapped:
- * PostgreSQL computes it, and lib/knowledge.ts queries it with raw SQL.
- */
+/** Chunks (knowledge_chunks) and terms (knowledge_terms) are written and read with raw SQL (lib/knowledge/). */
 export const KnowledgeDocumentSchema = new EntitySchema<KnowledgeDocument>({
   name: 'KnowledgeDocument',
   tableName: 'knowledge_documents',
@@ -252,7 +303,42 @@ export const KnowledgeDocumentSchema = new EntitySchema<KnowledgeDocument>({
     companyId: { type: 'integer' },
     knowledgeBaseId: { type: 'integer' },
     title: { type: 'text' },
-    content: { type: 'text' },
+    content: { type: 'text', nullable: true, lazy: true },
+    format: { type: 'text', default: 'markdown' },
+    source: { type: 'json' },
+    status: { type: 'text', default: 'ready' },
+    progress: { type: 'integer', default: 100 },
+    error: { type: 'text', nullable: true },
+    chunkCount: { type: 'integer', default: 0 },
+    raw: { type: 'blob', nullable: true, lazy: true },
+    attempts: { type: 'integer', default: 0 },
+    leaseUntil: { type: 'datetime', nullable: true },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+export interface AgentEvaluation {
+  id: number;
+  companyId: number;
+  agentId: number | null;
+  passed: number;
+  failed: number;
+  cases: unknown[];
+  createdAt: Date;
+}
+
+export const AgentEvaluationSchema = new EntitySchema<AgentEvaluation>({
+  name: 'AgentEvaluation',
+  tableName: 'agent_evaluations',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    agentId: { type: 'integer', nullable: true },
+    passed: { type: 'integer' },
+    failed: { type: 'integer' },
+    cases: { type: 'json' },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
@@ -273,9 +359,19 @@ export interface Agent {
   /** Sealed with lib/secrets.ts; write-only through the API. */
   modelApiKeySealed: string | null;
   modelPricing: ModelPricing | null;
+  /** This agent's model calls in flight at most (per worker); null: no cap of its own. */
+  modelMaxConcurrency: number | null;
   knowledgeBaseId: number | null;
   /** Sent to the customer whenever the agent hands off; null = the default notice. */
   handoffMessage: string | null;
+  /** Model spend allowed per UTC day for this agent (decimal string); null: no cap of its own. */
+  spendCapUsdPerDay: string | null;
+  /** When no passage of the knowledge base is relevant enough: hand off (after the fallback text) or only answer the fallback text. */
+  onNoAnswer: 'handoff' | 'fallback';
+  /** What the customer is told when nothing relevant is found; null = the default. */
+  fallbackMessage: string | null;
+  /** A passage's relevance (0–1) below which the agent has no answer. */
+  relevanceThreshold: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -294,8 +390,13 @@ export const AgentSchema = new EntitySchema<Agent>({
     modelBaseUrl: { type: 'text', nullable: true },
     modelApiKeySealed: { type: 'text', nullable: true, lazy: true },
     modelPricing: { type: 'json', nullable: true },
+    modelMaxConcurrency: { type: 'integer', nullable: true },
     knowledgeBaseId: { type: 'integer', nullable: true },
     handoffMessage: { type: 'text', nullable: true },
+    spendCapUsdPerDay: { type: 'decimal', precision: 18, scale: 6, nullable: true },
+    onNoAnswer: { type: 'text', default: 'handoff' },
+    fallbackMessage: { type: 'text', nullable: true },
+    relevanceThreshold: { type: 'float', default: 0.5 },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
@@ -366,7 +467,9 @@ export const entities = [
   PipelineStageSchema,
   KnowledgeBaseSchema,
   KnowledgeDocumentSchema,
+  AgentEvaluationSchema,
   AgentSchema,
   IntegrationSchema,
   ...conversationEntities,
+  ...leadEntities,
 ];

@@ -3,8 +3,9 @@
  * `POST /api/webhook/helpdesk/:integrationId`. Chat2Desk sends many more fields than these
  * (client {...}, operator_id, ...): unknown fields are allowed and ignored.
  * Ids arrive as numbers or strings depending on the event, so both are accepted where
- * Chat2Desk is known to send either; gateway/webhook/helpdesk-normaliser.ts turns them into
- * the one envelope shape (schema/envelope.ts).
+ * Chat2Desk is known to send either, and an id sent as "" counts as absent (the normaliser
+ * drops it before these schemas see it); gateway/webhook/helpdesk-normaliser.ts turns them
+ * into the one envelope shape (schema/envelope.ts).
  */
 export const HELPDESK_STATUS_HOOKS = ['close_dialog', 'close_request', 'dialog_transferred'] as const;
 export type HelpdeskStatusHook = (typeof HELPDESK_STATUS_HOOKS)[number];
@@ -27,8 +28,9 @@ export interface HelpdeskMessagePayload {
 /** A status event (flat, snake_case): close_dialog, close_request, dialog_transferred. */
 export interface HelpdeskStatusPayload {
   hook_type: HelpdeskStatusHook;
-  request_id: number;
-  dialog_id?: number | null;
+  /** A number, or a string of digits (turned into the number). */
+  request_id: number | string;
+  dialog_id?: number | string | null;
   client_id?: string | number | null;
   message_id?: string | number | null;
   event_time?: string | number | null;
@@ -41,6 +43,7 @@ const numericId = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', p
 const eventTime = { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] };
 
 export const helpdeskMessageSchema = {
+  title: 'HelpdeskMessagePayload',
   type: 'object',
   required: ['text', 'client_id'],
   properties: {
@@ -59,13 +62,17 @@ export const helpdeskMessageSchema = {
   },
 } as const;
 
+/** An id the helpdesk keeps as an integer; some events carry it as a string of digits. */
+const integerId = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^\\d{1,15}$' }] };
+
 export const helpdeskStatusSchema = {
+  title: 'HelpdeskStatusPayload',
   type: 'object',
   required: ['hook_type', 'request_id'],
   properties: {
     hook_type: { type: 'string', enum: HELPDESK_STATUS_HOOKS },
-    request_id: { type: 'integer', minimum: 0 },
-    dialog_id: { type: ['integer', 'null'], minimum: 0 },
+    request_id: integerId,
+    dialog_id: { anyOf: [...integerId.anyOf, { type: 'null' }] },
     client_id: nullableId,
     message_id: nullableId,
     event_time: eventTime,

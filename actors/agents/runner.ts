@@ -1,49 +1,64 @@
+import type { Config } from '../../lib/config.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
-import { bestKnowledgeMatches, searchKnowledge, type BestKnowledgeMatch, type SearchKnowledgeOptions } from '../../lib/knowledge.js';
-import { Batcher } from '../batcher.js';
+import { agentProfile, builtinAnswer, DEFAULT_PASSAGES, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
+import { DEFAULT_ANSWER_LENGTH, wantsHuman } from '../../lib/agents/builtin.js';
+import { ModelCallCancelled, type ModelCall } from '../../lib/agents/openai-model.js';
+import { directAdmission, type CreditAdmission } from '../../lib/credit.js';
+import { DEFAULT_HISTORY_TOKEN_BUDGET } from '../../lib/agents/prompt.js';
+import { loadBaseInfo, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
+import { bestKnowledgeMatches, searchText, type BestMatch, type Question } from '../../lib/knowledge/search.js';
+import { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { tenantScope } from '../../lib/tenancy.js';
-import type { AgentOutput, HandoffReason } from '../../schema/conversation.js';
-import { AgentSchema, type ModelPricing } from '../../schema/entities.js';
-import { isCompanyInCredit, recentMessages } from '../store.js';
-import { composeAnswer, DEFAULT_ANSWER_LENGTH, wantsHuman } from './builtin.js';
-import { callChatModel, ModelCallCancelled, type ModelCall } from './openai-model.js';
-import { costUsd, pricingFor } from './pricing.js';
-import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET } from './prompt.js';
-import type { AgentInputForRunner, AgentRunner } from './types.js';
+import type { AgentOutput } from '../../schema/conversation.js';
+import { AgentSchema } from '../../schema/entities.js';
+import { Batcher } from '../batcher.js';
+import { recentMessages } from '../store.js';
+import type { AgentInputForRunner, AgentRunner, AnswerPath } from './types.js';
 
 /**
- * The agent runner of the worker: picks the provider per agent.
+ * The agent runner of the worker: picks the provider per agent; the answer itself is
+ * lib/agents/answer.ts (shared with the gateway's evaluations).
  *
- * - `builtin`: answers from the knowledge base (actors/agents/builtin.ts), no model, no
- *   cost. One cached config lookup per answer; the knowledge lookups of answers asked at
- *   the same time share one statement (lib/knowledge.ts bestKnowledgeMatches).
- * - `openai`: any OpenAI-compatible chat-completions server (actors/agents/openai-model.ts).
+ * - `builtin`: answers from the knowledge base (lib/agents/builtin.ts), no model, no cost.
+ *   One cached config lookup per answer; the knowledge lookups of answers asked at the same
+ *   time share one statement (lib/knowledge/search.ts bestKnowledgeMatches), and the best
+ *   chunk of a question already asked is remembered per content version. A base with an
+ *   embedding model needs a call to its embedding server: such an agent is asked outside the
+ *   message transaction (`answerPath` is `call`), like a model agent.
+ * - `openai`: any OpenAI-compatible chat-completions server (lib/agents/openai-model.ts).
  *   Before the call: a customer asking for a person is handed off (no call, no cost); a
- *   company whose balance is ≤ 0 is handed off with reason `no_credit` (no call). The
- *   prompt (actors/agents/prompt.ts) carries the system prompt, the top knowledge passages
- *   and the recent history. A call that fails after its retries or times out hands off with
+ *   company whose balance is ≤ 0 is handed off with reason `no_credit` (no call); a
+ *   company past its own or the agent's daily spend cap is handed off with `spend_cap`. The
+ *   prompt (lib/agents/prompt.ts) carries the system prompt, the relevant knowledge
+ *   passages and the recent history. The call's estimated cost is reserved first (waiting
+ *   for the company's other calls in flight if they hold the credit it needs; `no_credit`
+ *   when nothing does). A call that fails after its retries or times out hands off with
  *   `model_failed` and no usage (costs nothing). A successful call returns its `usage`
- *   (priced by pricing.ts, the agent's `model.pricing` winning); the host debits it when,
- *   and only when, it commits the answer. A call cancelled through `input.signal` throws.
+ *   (priced by pricing.ts, the agent's `model.pricing` winning) and keeps its reservation;
+ *   the host settles both when, and only when, it commits the answer (and releases the
+ *   reservation of an answer it discards). A call cancelled through `input.signal` throws.
  *
- * Every handoff carries the agent's `handoffMessage`, which the host sends to the customer.
- * Agent configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it.
+ * Nothing relevant in the knowledge base: the agent's `onNoAnswer` (answer.ts). Every
+ * handoff carries the agent's `handoffMessage`, which the host sends to the customer. Agent
+ * configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it.
  */
 export interface AgentRunnerOptions {
   cacheTtlMs?: number;
   cacheMaxEntries?: number;
   /** Built-in answers' length in characters (default 600). */
   maxAnswerLength?: number;
-  /** Per-attempt deadline, retries and overall deadline of a model call. */
-  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs'>;
+  /** Per-attempt deadline, retries, overall deadline and slow-down budget of a model call (the budget defaults to the config's MODEL_RETRY_BUDGET_MS). */
+  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs'>;
   /** Knowledge passages put in the prompt (default 3). */
   knowledgePassages?: number;
   /** Token budget of the conversation history in the prompt (default 2000, estimated). */
   historyTokenBudget?: number;
   /** Stored messages read for the history, at most (default 50). */
   historyMaxMessages?: number;
+  /** Best chunks of built-in answers kept per question (default 10,000; 0: none). */
+  matchCacheEntries?: number;
   now?: () => number;
 }
 
@@ -51,19 +66,18 @@ export interface AgentRunnerDeps {
   orm: Orm;
   sql: SqlPool;
   secrets: SecretBox;
+  /** Which addresses a tenant's model and embedding servers may have (lib/address-guard.ts). */
+  config: Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'> & Partial<Pick<Config, 'model'>>;
   logger?: Logger;
+  /** How model calls get their credit (the worker's actors/credit-gate.ts, which the host tells when reservations settle); default: reserved at once, refused when short. */
+  credit?: CreditAdmission;
+  /** Chunk vectors held in memory (one per process). */
+  vectors?: VectorIndex;
 }
 
 interface AgentConfig {
-  provider: 'builtin' | 'openai';
-  knowledgeBaseId: number | null;
-  systemPrompt: string;
-  modelName: string | null;
-  baseUrl: string | null;
-  apiKeySealed: string | null;
-  pricing: ModelPricing | null;
-  /** undefined: the host's default notice. */
-  handoffMessage: string | undefined;
+  profile: AgentProfile;
+  base: KnowledgeBaseInfo | null;
 }
 
 export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOptions = {}): AgentRunner {
@@ -71,14 +85,16 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   const ttl = options.cacheTtlMs ?? 5_000;
   const maxEntries = options.cacheMaxEntries ?? 10_000;
   const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
-  const passages = options.knowledgePassages ?? 3;
+  const passages = options.knowledgePassages ?? DEFAULT_PASSAGES;
   const historyBudget = options.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET;
   const historyMax = options.historyMaxMessages ?? 50;
+  const matchCacheEntries = options.matchCacheEntries ?? 10_000;
   const now = options.now ?? Date.now;
+  const answerDeps: AnswerDeps = { sql, vectors: deps.vectors ?? new VectorIndex(), secrets, urls: deps.config, logger };
+  const modelDeps = { ...answerDeps, credit: deps.credit ?? directAdmission(sql) };
+  const modelOptions = { ...(deps.config.model ? { retryBudgetMs: deps.config.model.retryBudgetMs } : {}), ...options.model };
   const cache = new Map<string, { config: AgentConfig | null; expires: number }>();
   const loading = new Map<string, Promise<AgentConfig | null>>();
-  // Only used for raw queries (its identity map stays empty), so one fork serves every answer.
-  const rawEm = orm.em.fork();
 
   async function configOf(companyId: number, agentId: number): Promise<AgentConfig | null> {
     const key = `${companyId}:${agentId}`;
@@ -89,16 +105,11 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       pending = (async () => {
         const { em } = tenantScope(orm, companyId);
         const a = await em.findOne(AgentSchema, { id: agentId }, { populate: ['modelApiKeySealed'] });
-        const config: AgentConfig | null = a && {
-          provider: a.modelProvider === 'openai' ? 'openai' : 'builtin',
-          knowledgeBaseId: a.knowledgeBaseId,
-          systemPrompt: a.systemPrompt,
-          modelName: a.modelName,
-          baseUrl: a.modelBaseUrl,
-          apiKeySealed: a.modelApiKeySealed,
-          pricing: a.modelPricing,
-          handoffMessage: a.handoffMessage ?? undefined,
-        };
+        let config: AgentConfig | null = null;
+        if (a) {
+          const base = a.knowledgeBaseId === null ? null : await loadBaseInfo(sql, secrets, deps.config, companyId, a.knowledgeBaseId);
+          config = { profile: agentProfile(a), base };
+        }
         cache.delete(key);
         if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
         cache.set(key, { config, expires: now() + ttl });
@@ -109,88 +120,61 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     return pending;
   }
 
-  const handoff = (config: AgentConfig | null, reason: HandoffReason, extra: Partial<Extract<AgentOutput, { kind: 'handoff' }>> = {}): AgentOutput => ({
-    kind: 'handoff',
-    reason,
-    ...(config?.handoffMessage ? { text: config.handoffMessage } : {}),
-    ...extra,
-  });
-
   // Questions asked while a lookup runs go together in the next one (one statement for many).
-  const lookups = new Batcher<Omit<SearchKnowledgeOptions, 'limit'>, BestKnowledgeMatch | null>((questions) => bestKnowledgeMatches(sql, questions));
-
-  async function builtin(input: AgentInputForRunner, config: AgentConfig): Promise<AgentOutput> {
-    if (config.knowledgeBaseId === null) return handoff(config, 'no_answer');
-    const match = await lookups.submit({ companyId: input.companyId, knowledgeBaseId: config.knowledgeBaseId, query: input.text });
-    const text = match && composeAnswer(input.text, match, maxLength);
-    return text ? { kind: 'reply', text } : handoff(config, 'no_answer');
-  }
+  const lookups = new Batcher<Question, BestMatch | null>((questions) => bestKnowledgeMatches(sql, questions));
+  // Customers ask the same things ("when are you open?"): the best chunk of a question, as
+  // searched (stop words out, lowercase), is kept per base and content version, so an edit
+  // of the base is seen as soon as the agent's config is (cacheTtlMs).
+  const matches = new Map<string, BestMatch | null>();
+  const lookup = async (q: Question, version: string): Promise<BestMatch | null> => {
+    const key = `${q.knowledgeBaseId}:${version}:${searchText(q.query)}`;
+    if (matches.has(key)) {
+      const hit = matches.get(key)!;
+      matches.delete(key);
+      matches.set(key, hit);
+      return hit;
+    }
+    const found = await lookups.submit(q);
+    if (matchCacheEntries > 0) {
+      if (matches.size >= matchCacheEntries) matches.delete(matches.keys().next().value!);
+      matches.set(key, found);
+    }
+    return found;
+  };
 
   async function model(input: AgentInputForRunner, config: AgentConfig): Promise<AgentOutput> {
-    const log = logger?.child({ conversationId: input.conversationId, messageId: input.messageId, agentId: input.agentId });
-    if (!config.modelName || !config.baseUrl) {
-      log?.warn('agent: provider openai without model name or base URL; handing off');
-      return handoff(config, 'model_failed', { detail: 'model not configured' });
-    }
-    let apiKey: string | null = null;
-    try {
-      apiKey = config.apiKeySealed ? secrets.open(config.apiKeySealed) : null;
-    } catch (err) {
-      log?.error({ err }, 'agent: the model API key cannot be opened (SECRETS_KEY rotated away?); handing off');
-      return handoff(config, 'model_failed', { detail: 'model API key unreadable' });
-    }
-    if (!(await isCompanyInCredit(sql, input.companyId))) return handoff(config, 'no_credit');
-
-    const [found, history] = await Promise.all([
-      config.knowledgeBaseId !== null && passages > 0
-        ? searchKnowledge(rawEm, { companyId: input.companyId, knowledgeBaseId: config.knowledgeBaseId, query: input.text, limit: passages })
-        : Promise.resolve([]),
-      recentMessages(sql, input.conversationId, input.messageId, historyMax),
-    ]);
-    const messages = buildPrompt({
-      systemPrompt: config.systemPrompt,
-      passages: found.map((p) => ({ title: p.title, snippet: p.snippet })),
+    const history = input.firstMessage ? [] : await recentMessages(sql, input.conversationId, input.messageId, historyMax);
+    const { output } = await modelAnswer(modelDeps, config.profile, config.base, input.text, {
       history: history.map((h) => ({ role: h.role as 'customer' | 'agent' | 'operator' | 'system', text: h.text })),
-      message: input.text,
+      messageId: input.messageId,
+      signal: input.signal,
+      slot: input.slot,
+      passages,
       historyTokenBudget: historyBudget,
+      model: modelOptions,
     });
-
-    let result;
-    try {
-      result = await callChatModel({ baseUrl: config.baseUrl, apiKey, model: config.modelName, messages, signal: input.signal, ...options.model });
-    } catch (err) {
-      if (err instanceof ModelCallCancelled) throw err;
-      log?.warn({ err: (err as Error).message }, 'agent: the model failed after its retries; handing off (no charge)');
-      return handoff(config, 'model_failed', { detail: (err as Error).message.slice(0, 500) });
-    }
-    // Priced and recorded under the configured model name (the agent's choice, what
-    // `model.pricing` overrides); the server's own name may carry a snapshot date.
-    const usage = {
-      model: config.modelName,
-      inputTokens: result.inputTokens,
-      outputTokens: result.outputTokens,
-      costUsd: costUsd(result.inputTokens, result.outputTokens, pricingFor(config.modelName, config.pricing)),
-    };
-    if (!result.usageReported) log?.warn({ usage }, 'agent: the model server reported no token usage; charging an estimate');
-    if (result.kind === 'reply' && result.text) return { kind: 'reply', text: result.text, usage };
-    // The model asked for a human: its tokens were spent, so they are charged.
-    return handoff(config, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}) });
+    // The reservation is the answered message's: the host settles or releases it by that id.
+    return output;
   }
 
   return {
-    answersLocally(companyId, agentId): boolean {
-      if (agentId === null) return true;
-      const hit = cache.get(`${companyId}:${agentId}`);
-      return hit !== undefined && hit.expires > now() && (hit.config === null || hit.config.provider === 'builtin');
+    async answerPath(companyId, agentId): Promise<AnswerPath> {
+      if (agentId === null) return { kind: 'local' };
+      const config = await configOf(companyId, agentId);
+      if (config === null) return { kind: 'local' };
+      if (config.profile.provider === 'openai') return { kind: 'call', maxConcurrency: config.profile.maxConcurrency };
+      return config.base?.embedding ? { kind: 'call', maxConcurrency: null } : { kind: 'local' };
     },
     async answer(input): Promise<AgentOutput> {
       if (input.agentId === null) return wantsHuman(input.text) ? handoff(null, 'asked_for_human') : handoff(null, 'no_answer');
       const config = await configOf(input.companyId, input.agentId);
       if (!config) return handoff(null, wantsHuman(input.text) ? 'asked_for_human' : 'no_answer');
       // The customer asks for a person: no model call, no cost.
-      if (wantsHuman(input.text)) return handoff(config, 'asked_for_human');
+      if (wantsHuman(input.text)) return handoff(config.profile, 'asked_for_human');
       if (input.signal?.aborted) throw new ModelCallCancelled();
-      return config.provider === 'openai' ? model(input, config) : builtin(input, config);
+      if (config.profile.provider === 'openai') return model(input, config);
+      const version = config.base?.contentVersion ?? '0';
+      return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
     },
   };
 }

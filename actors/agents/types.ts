@@ -1,3 +1,4 @@
+import type { CallSlot } from '../../lib/agents/slots.js';
 import type { AgentOutput } from '../../schema/conversation.js';
 
 export type { AgentOutput };
@@ -15,28 +16,52 @@ export interface AgentInputForRunner {
    * that bills or caches should key on it.
    */
   messageId: string;
+  /** The message is the first of its conversation: there is no history to read. */
+  firstMessage?: boolean;
   /**
    * Aborted by the host when a human takes the conversation over (operator pause / close,
    * helpdesk transfer / close) while the agent is still thinking. A runner stops its work
    * (e.g. aborts the model's HTTP call) and throws; its answer would be discarded anyway.
    */
   signal?: AbortSignal;
+  /**
+   * The answer's place among the model calls in flight (actors/fair-slots.ts), given when it
+   * is asked outside a transaction: a runner waiting for something other than the model gives
+   * it back meanwhile (`slot.away`).
+   */
+  slot?: CallSlot;
 }
+
+/**
+ * How an agent answers, known before the customer message is stored (from the agent's
+ * provider, never from what happens to be cached, so the same message always commits the
+ * same way):
+ * - `local`: from the database alone, in about a millisecond (the built-in agent on a base
+ *   without an embedding model; no agent at all): asked inside the transaction that stores
+ *   the message, which commits message and answer together;
+ * - `call`: needs a call to another server (a model; an embedding server): asked between two
+ *   transactions, in a place among the calls in flight; `maxConcurrency` is the agent's own
+ *   cap on its calls (`model.maxConcurrency`).
+ */
+export type AnswerPath = { kind: 'local' } | { kind: 'call'; maxConcurrency: number | null };
 
 /**
  * What answers a customer message. `{kind:'reply'}` is sent to the customer;
  * `{kind:'handoff', reason}` pauses the conversation for a human (the host sends
- * `text`, or a default notice, to the customer). Throwing counts as `model_failed`.
+ * `text`, or a default notice, to the customer). A model that fails is an output (a handoff
+ * with `model_failed`); throwing means the answer could not be worked out right now (the
+ * database is unreachable, say): the host tries the message again later, with at most
+ * MAX_ANSWER_ATTEMPTS model calls in all (actors/host/answers.ts), so a passing outage never hands a
+ * conversation to a human.
  * `usage` (a model call) is debited from the company's credit when, and only when, the
- * answer is committed (actors/host.ts).
+ * answer is committed (actors/host/answers.ts).
  */
 export interface AgentRunner {
   answer(input: AgentInputForRunner): Promise<AgentOutput>;
   /**
-   * True when this agent answers from the database alone, in about a millisecond (the
-   * built-in agent, its config cached): the host then asks it inside the transaction that
-   * stores the customer message and commits message and answer together. Otherwise (a model
-   * call, or not known yet) the answer is asked for outside any transaction.
+   * How this agent answers (its config is looked up, and cached, if need be); a runner
+   * without it is asked outside any transaction, without a cap of its own. Throws when the
+   * agent cannot be looked up now (the message is retried).
    */
-  answersLocally?(companyId: number, agentId: number | null): boolean;
+  answerPath?(companyId: number, agentId: number | null): Promise<AnswerPath>;
 }

@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'replicas', 'models'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -16,6 +16,8 @@ export interface BenchArgs {
   connections: number;
   /** Also run the experiments: gateway / floor with the NATS client's noAsyncTraces (bench/ingress-variant.ts), SQL client costs (bench/sql-probe.ts). */
   experiments: boolean;
+  /** Ingress: also a gateway exporting traces (OTEL_EXPORTER_OTLP_ENDPOINT at a local collector stand-in). */
+  tracing: boolean;
   drainMessages: number;
   drainConversations: number;
   /** How the drain's messages are queued: straight into JetStream, or as signed webhooks through the gateway. */
@@ -31,7 +33,24 @@ export interface BenchArgs {
   actorsWorker: boolean;
   scaleoutMessages: number;
   scaleoutConversations: number;
+  /** Webchat: sockets opened to one widget's integration, and the loopback source addresses they come from. */
+  webchatSockets: number;
+  webchatAddresses: number;
   partitions: number;
+  /** Knowledge: chunks per company for the search latency (the labelled set plus generated text). */
+  knowledgeChunks: number;
+  /** Knowledge: timed searches per configuration. */
+  knowledgeSearches: number;
+  /** Models: customers of the bursting company (one message each). */
+  modelsBurst: number;
+  /** Models: customers of another company writing during the burst. */
+  modelsOther: number;
+  /** Models: the model stand-in's answer time, ms. */
+  modelsLatency: number;
+  /** Models: MODEL_MAX_CONCURRENCY of the worker (0: its default). */
+  modelsConcurrency: number;
+  /** Models: the Chat2Desk stand-in's answer time for a send, ms. */
+  helpdeskLatency: number;
   /** Run children with --cpu-prof and summarise the profiles. */
   profile: boolean;
   profileTop: number;
@@ -57,6 +76,13 @@ export const USAGE = `npm run bench -- [flags]
   latency   --latency-rate R (50 msg/s)  --latency-duration S (20)  --latency-clients N (250)
   actors    --actors 10000,100000  --actors-worker true|false (true)
   scaleout  --scaleout-messages N  --scaleout-conversations M (default: the drain's)
+  webchat   --webchat-sockets N (5000)  --webchat-addresses M (250; N / M sockets each, at most
+            WEBCHAT_MAX_SOCKETS_PER_IP = 20)
+  knowledge --knowledge-chunks N (10000 per company)  --knowledge-searches N (1000)
+  replicas  ingress on a 3-node NATS cluster, NATS_REPLICAS 1 vs 3 (uses --connections, --duration, --rounds)
+  models    --models-burst N (5000)  --models-other N (20)  --models-latency MS (1000)
+            --models-concurrency N (the worker's MODEL_MAX_CONCURRENCY; default: its default)
+            --helpdesk-latency MS (150)
 
   --partitions N (16)       PARTITIONS of the children
   --profile                 run the children with --cpu-prof; summaries in bench/results/profiles/
@@ -64,6 +90,8 @@ export const USAGE = `npm run bench -- [flags]
   --experiments             also measure proposed fixes: gateway and floor with the NATS client's
                             noAsyncTraces (bench/ingress-variant.ts), SQL client costs after the
                             drain (bench/sql-probe.ts)
+  --tracing                 ingress: also a gateway exporting OpenTelemetry traces (to a local collector
+                            stand-in), compared with the same floor
   --count-queries           drain / scale-out: count the workers' SQL statements (through a relay)
   --child-flags "..."       extra node flags for the gateway / worker children (e.g. --trace-gc)
   --out FILE                JSON result (bench/results/latest.json)
@@ -93,6 +121,7 @@ export function parseArgs(argv: string[]): BenchArgs {
     rounds: 3,
     connections: 50,
     experiments: false,
+    tracing: false,
     drainMessages: 5_000,
     drainConversations: 500,
     drainVia: 'direct',
@@ -104,7 +133,16 @@ export function parseArgs(argv: string[]): BenchArgs {
     actorsWorker: true,
     scaleoutMessages: 0,
     scaleoutConversations: 0,
+    webchatSockets: 5_000,
+    webchatAddresses: 250,
     partitions: 16,
+    knowledgeChunks: 10_000,
+    knowledgeSearches: 1_000,
+    modelsBurst: 5_000,
+    modelsOther: 20,
+    modelsLatency: 1_000,
+    modelsConcurrency: 0,
+    helpdeskLatency: 150,
     profile: false,
     profileTop: 25,
     countQueries: false,
@@ -119,7 +157,10 @@ export function parseArgs(argv: string[]): BenchArgs {
   if (argv.includes('--small')) {
     Object.assign(a, {
       duration: 3, warmup: 1, rounds: 1, drainMessages: 1_000, drainConversations: 100, latencyDuration: 5, latencyClients: 50,
-      actorSizes: [2_000, 10_000],
+      actorSizes: [2_000, 10_000], webchatSockets: 1_000, webchatAddresses: 50,
+      knowledgeChunks: 2_000,
+      knowledgeSearches: 300,
+      modelsBurst: 1_000,
     });
   }
   for (let i = 0; i < argv.length; i++) {
@@ -137,6 +178,7 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'warmup': a.warmup = num(flag, value()); break;
       case 'rounds': a.rounds = Math.max(1, Math.round(num(flag, value()))); break;
       case 'experiments': a.experiments = true; break;
+      case 'tracing': a.tracing = true; break;
       case 'connections': a.connections = Math.max(1, Math.round(num(flag, value()))); break;
       case 'drain-messages': a.drainMessages = Math.round(num(flag, value())); break;
       case 'drain-conversations': a.drainConversations = Math.max(1, Math.round(num(flag, value()))); break;
@@ -154,7 +196,16 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'actors-worker': a.actorsWorker = !['false', '0', 'no', 'off'].includes(String(value())); break;
       case 'scaleout-messages': a.scaleoutMessages = Math.round(num(flag, value())); break;
       case 'scaleout-conversations': a.scaleoutConversations = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'webchat-sockets': a.webchatSockets = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'webchat-addresses': a.webchatAddresses = Math.max(1, Math.min(250 * 250, Math.round(num(flag, value())))); break;
       case 'partitions': a.partitions = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'knowledge-chunks': a.knowledgeChunks = Math.max(100, Math.round(num(flag, value()))); break;
+      case 'knowledge-searches': a.knowledgeSearches = Math.max(10, Math.round(num(flag, value()))); break;
+      case 'models-burst': a.modelsBurst = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'models-other': a.modelsOther = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'models-latency': a.modelsLatency = Math.round(num(flag, value())); break;
+      case 'models-concurrency': a.modelsConcurrency = Math.round(num(flag, value())); break;
+      case 'helpdesk-latency': a.helpdeskLatency = Math.round(num(flag, value())); break;
       case 'profile': a.profile = inline === undefined || !['false', '0'].includes(inline); break;
       case 'profile-top': a.profileTop = Math.round(num(flag, value())); break;
       case 'count-queries': a.countQueries = true; break;

@@ -27,6 +27,8 @@ export const CHILD_BASE_ENV: Record<string, string> = {
   JWT_SECRET: createHash('sha256').update(`bench-jwt-${RUN_ID}`).digest('hex'),
   SECRETS_KEY: createHash('sha256').update(`bench-secrets-${RUN_ID}`).digest('hex'),
   ENFORCE_HTTPS: 'false',
+  // The helpdesk and model stand-ins listen on loopback.
+  ALLOW_PRIVATE_URLS: 'true',
   PUBLIC_BASE_URL: 'http://127.0.0.1',
   NATS_URL,
   LOG_LEVEL: 'info',

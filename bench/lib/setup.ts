@@ -29,6 +29,8 @@ export interface RoleOptions {
   databaseUrl?: string;
   /** Extra node flags (--child-flags). */
   nodeFlags?: string[];
+  /** More environment (NATS_URL and NATS_REPLICAS of a cluster, MODEL_MAX_CONCURRENCY). */
+  env?: Record<string, string>;
 }
 
 export const profileDirOf = (label: string) => join(RESULTS_DIR, 'profiles', label);
@@ -39,6 +41,7 @@ function roleEnv(s: Scenario, o: RoleOptions): Record<string, string> {
     DATABASE_URL: o.databaseUrl ?? s.databaseUrl,
     NATS_PREFIX: s.natsPrefix,
     PARTITIONS: String(o.partitions),
+    ...o.env,
   };
 }
 
@@ -120,8 +123,12 @@ function expect<T>(res: { status: number; body: T }, status: number, what: strin
   return res.body;
 }
 
-/** Creates a company with a knowledge-base agent and a helpdesk integration pointing at the stand-in. */
-export async function createTenant(gatewayUrl: string, standIn: StandIn): Promise<Tenant> {
+/**
+ * Creates a company with a knowledge-base agent and a helpdesk integration pointing at the
+ * stand-in; with `model`, the agent is an OpenAI-compatible model agent (no knowledge base,
+ * like a webhook → model → reply flow) instead.
+ */
+export async function createTenant(gatewayUrl: string, standIn: StandIn, model?: { baseUrl: string; name: string; apiKey: string }): Promise<Tenant> {
   const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
   const password = 'bench correct horse battery';
   const reg = expect(await api<{ company: { id: number } }>(gatewayUrl, 'POST', '/api/auth/register', { email, password, companyName: 'Bench Co' }), 201, 'register');
@@ -131,7 +138,8 @@ export async function createTenant(gatewayUrl: string, standIn: StandIn): Promis
   for (const doc of KNOWLEDGE_DOCUMENTS) {
     expect(await api(gatewayUrl, 'POST', `/api/knowledge-bases/${kb.knowledgeBase.id}/documents`, doc, token), 201, 'document');
   }
-  const ag = expect(await api<{ agent: { id: number } }>(gatewayUrl, 'POST', '/api/agents', { name: 'FAQ bot', knowledgeBaseId: kb.knowledgeBase.id }, token), 201, 'agent');
+  const agentBody = model ? { name: 'Model bot', systemPrompt: 'You answer customers of a shop.', model: { provider: 'openai', ...model } } : { name: 'FAQ bot', knowledgeBaseId: kb.knowledgeBase.id };
+  const ag = expect(await api<{ agent: { id: number } }>(gatewayUrl, 'POST', '/api/agents', agentBody, token), 201, 'agent');
   const integ = expect(
     await api<{ integration: { id: number; webhookSecret: string } }>(
       gatewayUrl, 'POST', '/api/integrations',
@@ -149,4 +157,21 @@ export async function createTenant(gatewayUrl: string, standIn: StandIn): Promis
     webhookSecret: integ.integration.webhookSecret,
     token,
   };
+}
+
+export interface WebchatTenant {
+  companyId: number;
+  integrationId: number;
+}
+
+/** A company with an agent and a webchat integration (any Origin): what a site embedding the widget has. */
+export async function createWebchatTenant(gatewayUrl: string): Promise<WebchatTenant> {
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
+  const password = 'bench correct horse battery';
+  const reg = expect(await api<{ company: { id: number } }>(gatewayUrl, 'POST', '/api/auth/register', { email, password, companyName: 'Bench Shop' }), 201, 'register');
+  const login = expect(await api<{ session: { access_token: string } }>(gatewayUrl, 'POST', '/api/auth/login', { email, password }), 200, 'login');
+  const token = login.session.access_token;
+  const ag = expect(await api<{ agent: { id: number } }>(gatewayUrl, 'POST', '/api/agents', { name: 'Site bot' }, token), 201, 'agent');
+  const integ = expect(await api<{ integration: { id: number } }>(gatewayUrl, 'POST', '/api/integrations', { type: 'webchat', name: 'Site chat', agentId: ag.agent.id }, token), 201, 'integration');
+  return { companyId: reg.company.id, integrationId: integ.integration.id };
 }

@@ -5,7 +5,7 @@ import { onCleanup } from './env.js';
 
 /**
  * A fast local stand-in for the Chat2Desk API, in the bench process: answers every request
- * at once, counts POST /v1/messages (the replies the workers send) and records when each
+ * at once (or after `setLatency`), counts POST /v1/messages (the replies the workers send) and records when each
  * arrived (performance.now(), taken when the request's headers arrive, before its body).
  * `onReply` sees the client id of each reply (the latency section pairs it with its webhook).
  */
@@ -21,6 +21,8 @@ export interface StandIn {
   onReply: (fn: ((clientId: string, at: number, text: string) => void) | null) => void;
   /** Resolves when `n` replies have arrived, or with false after `timeoutMs` without progress. */
   waitForCount: (n: number, options: { stallMs: number; tick?: (count: number) => void }) => Promise<boolean>;
+  /** How long every answer takes from now on (the real Chat2Desk takes ~150 ms); 0: at once. */
+  setLatency: (ms: number) => void;
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -31,6 +33,7 @@ export async function startStandIn(token = 'bench-chat2desk-token'): Promise<Sta
   let nextId = 1;
   let listener: ((clientId: string, at: number, text: string) => void) | null = null;
   const others = new Map<string, number>();
+  let latencyMs = 0;
 
   const server: Server = createServer((req, res) => {
     const at = performance.now();
@@ -57,8 +60,12 @@ export async function startStandIn(token = 'bench-chat2desk-token'): Promise<Sta
         const key = `${req.method} ${(req.url ?? '').replace(/\d+/g, ':n')}`;
         others.set(key, (others.get(key) ?? 0) + 1);
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(isReply ? `{"status":"success","data":{"message_id":${nextId++}}}` : '{"status":"success","data":{}}');
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(isReply ? `{"status":"success","data":{"message_id":${nextId++}}}` : '{"status":"success","data":{}}');
+      };
+      if (latencyMs > 0) setTimeout(answer, latencyMs);
+      else answer();
     });
   });
   server.keepAliveTimeout = 60_000;
@@ -93,6 +100,9 @@ export async function startStandIn(token = 'bench-chat2desk-token'): Promise<Sta
       }
       tick?.(n);
       return true;
+    },
+    setLatency: (ms) => {
+      latencyMs = ms;
     },
     reset: () => {
       n = 0;

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import autocannon, { type Result } from 'autocannon';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { streamNames } from '../../lib/streams.js';
@@ -19,9 +21,11 @@ import type { BenchContext, Row, SectionResult } from './types.js';
  * order) and the table shows the medians. CPU time per request of each process is read from
  * /proc (steadier than req/s on a shared machine).
  */
-type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces';
+type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces' | 'gateway-traced';
 /** --experiments: both sides with the NATS client's noAsyncTraces (bench/ingress-variant.ts). */
 const EXPERIMENTS = ['gateway-notraces', 'floor-notraces'] as const;
+/** --tracing: the gateway exporting OpenTelemetry spans (every webhook traced) to a collector stand-in answering 200. */
+const TRACED = 'gateway-traced';
 
 interface Round {
   target: Target;
@@ -82,6 +86,19 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
       const url = String((await child.waitForLog((l) => l.msg === (isFloor ? 'floor listening' : 'variant listening'), 60_000)).url);
       targets[variant] = { url, child, stream: isFloor ? streams.floor : streams.gateway };
     }
+  }
+  let collector: { close: () => Promise<void>; posts: number } | null = null;
+  if (args.tracing) {
+    const posts = { n: 0 };
+    const server = createServer((req, res) => {
+      posts.n++;
+      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    collector = { close: () => new Promise<void>((r) => server.close(() => r())), get posts() { return posts.n; } };
+    const child = await startGatewayChild(s, 'ingress-gateway-traced', { partitions: args.partitions, profile: args.profile, nodeFlags: args.childFlags, env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } });
+    targets[TRACED] = { url: child.url, child, stream: streams.gateway };
   }
   const names = Object.keys(targets) as Target[];
   const natsCpu = CpuMeter.named('nats-server');
@@ -145,6 +162,8 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
   }
   await s.dispose();
   await floorScenario.dispose();
+  if (collector) note('ingress', `the collector stand-in received ${collector.posts} OTLP exports`);
+  await collector?.close();
 
   const med = (t: Target, k: keyof Round) => median(rounds.filter((r) => r.target === t).map((r) => r[k] as number));
   const g = { rps: med('gateway', 'rps'), p50: med('gateway', 'p50'), p99: med('gateway', 'p99'), cpu: med('gateway', 'cpuPer1k'), nats: med('gateway', 'natsCpuPer1k') };
@@ -169,7 +188,7 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     { section: 'ingress', metric: 'nats-server CPU ms per 1k requests: gateway / floor (shared server)', value: `${fmt(g.nats)} / ${fmt(f.nats)}` },
   ];
   const variants: Record<string, unknown> = {};
-  for (const v of EXPERIMENTS) {
+  for (const v of [...EXPERIMENTS, TRACED] as const) {
     if (!targets[v]) continue;
     const vr: number[] = [];
     // The no-traces gateway is compared with the no-traces floor (the same client setting on both sides).
@@ -180,7 +199,8 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
       if (a && fr && fr.rps > 0) vr.push(a.rps / fr.rps);
     }
     variants[v] = { rps: round(med(v, 'rps')), p50: med(v, 'p50'), p99: med(v, 'p99'), cpuMsPer1k: round(med(v, 'cpuPer1k'), 1), ratio: round(median(vr), 3) };
-    rows.push({ section: 'ingress', metric: `experiment "${v}": req/s, ratio to ${base}, CPU ms / 1k req`, value: `${fmt(med(v, 'rps'))}, ${fmt(median(vr), 2)}, ${fmt(med(v, 'cpuPer1k'))}` });
+    const what = v === TRACED ? 'tracing on' : `experiment "${v}"`;
+    rows.push({ section: 'ingress', metric: `${what}: req/s, ratio to ${base}, CPU ms / 1k req`, value: `${fmt(med(v, 'rps'))}, ${fmt(median(vr), 2)}, ${fmt(med(v, 'cpuPer1k'))}` });
   }
   if (errors) rows.push({ section: 'ingress', metric: 'non-2xx + errors (all rounds)', value: fmt(errors) });
   return {

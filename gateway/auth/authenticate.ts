@@ -30,6 +30,14 @@ export interface Authenticator {
   session: (req: Request, res: Response, next: NextFunction) => Promise<void>;
 }
 
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerOf(req: Request): string | null {
+  const header = req.headers.authorization;
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
 export function createAuthenticator(orm: Orm, tokens: AccessTokens, sessions: Sessions, now: () => number = Date.now): Authenticator {
   async function resolve(bearer: string): Promise<Principal | null> {
     if (isApiToken(bearer)) {
@@ -42,15 +50,8 @@ export function createAuthenticator(orm: Orm, tokens: AccessTokens, sessions: Se
       return { kind: 'api_token', apiTokenId: row.id, companyId: row.companyId };
     }
     const claims = await tokens.verify(bearer);
-    if (!claims || !(await sessions.isLive(claims.sessionId))) return null;
+    if (!claims || !(await sessions.isLive(claims))) return null;
     return { kind: 'session', ...claims };
-  }
-
-  function bearerOf(req: Request): string | null {
-    const header = req.headers.authorization;
-    if (!header) return null;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return m ? m[1]! : null;
   }
 
   const make = (sessionOnly: boolean) => async (req: Request, _res: Response, next: NextFunction) => {

@@ -4,8 +4,14 @@ import type { Orm } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { sha256Hex } from '../../lib/secrets.js';
 import { AuthSessionSchema, RefreshTokenSchema } from '../../schema/entities.js';
-import type { AccessTokens } from './access-tokens.js';
+import type { AccessClaims, AccessTokens } from './access-tokens.js';
 import { newRefreshToken } from './opaque-tokens.js';
+
+/** Session and user ids are UUIDs; anything else cannot name a row (and must not reach a uuid column). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A positive PostgreSQL `integer`. */
+const isRowId = (n: number) => Number.isInteger(n) && n > 0 && n <= 2_147_483_647;
 
 export interface SessionTokens {
   access_token: string;
@@ -79,10 +85,21 @@ export class Sessions {
     await em.nativeUpdate(AuthSessionSchema, { id: sessionId, revokedAt: null }, { revokedAt: new Date(this.#now()), revokedReason: reason });
   }
 
-  /** True while the session behind an access token has not been revoked (logout, reuse). */
-  async isLive(sessionId: string): Promise<boolean> {
+  /**
+   * True when the access token's session exists, belongs to the token's user AND company, has
+   * not expired and has not been revoked (logout, reuse). A token pairing a real session with
+   * another user or company is not honoured, however it was signed.
+   */
+  async isLive(claims: AccessClaims): Promise<boolean> {
+    if (!UUID.test(claims.sessionId) || !UUID.test(claims.userId) || !isRowId(claims.companyId)) return false;
     const em = this.#orm.em.fork();
-    const n = await em.count(AuthSessionSchema, { id: sessionId, revokedAt: null });
+    const n = await em.count(AuthSessionSchema, {
+      id: claims.sessionId,
+      userId: claims.userId,
+      companyId: claims.companyId,
+      revokedAt: null,
+      expiresAt: { $gt: new Date(this.#now()) },
+    });
     return n > 0;
   }
 }

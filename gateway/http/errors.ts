@@ -1,18 +1,40 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '../../lib/logger.js';
-import { AppError } from '../../lib/errors.js';
+import { AppError, ERRORS } from '../../lib/errors.js';
+import { arrayOf, object, STRING, UUID } from './schemas.js';
 
-/** Writes `{"error":{"code","message"}}` (+ details, + requestId on 500) on any Node response, express or not. */
-export function writeError(res: ServerResponse, err: AppError, requestId?: string): void {
-  if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+/** The JSON body of an error: `{"error":{"code","message"}}` (+ details, + requestId on 500). */
+export function errorBody(err: AppError, requestId?: string): { error: Record<string, unknown> } {
   const body: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details) body.details = err.details;
   if (err.code === 'INTERNAL_ERROR' && requestId) body.requestId = requestId;
+  return { error: body };
+}
+
+/** What errorBody writes, as a JSON Schema (for the OpenAPI document): `code` is one of the catalog's. */
+export const ERROR_SCHEMA = object(
+  {
+    error: object(
+      {
+        code: { title: 'ErrorCode', type: 'string', enum: Object.keys(ERRORS), description: 'A stable code from the one catalog (lib/errors.ts).' },
+        message: { type: 'string', description: 'For people; may change.' },
+        details: { ...arrayOf(object({ field: STRING, message: STRING }, { title: 'FieldError' })), description: 'VALIDATION_ERROR: one entry per bad field.' },
+        requestId: { ...UUID, description: 'INTERNAL_ERROR: the id of the request in the logs (also the X-Request-Id header).' },
+      },
+      { optional: ['details', 'requestId'] },
+    ),
+  },
+  { title: 'Error' },
+);
+
+/** Writes errorBody on any Node response, express or not. */
+export function writeError(res: ServerResponse, err: AppError, requestId?: string): void {
+  if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   if (requestId) res.setHeader('X-Request-Id', requestId);
   res.statusCode = err.status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify({ error: body }));
+  res.end(JSON.stringify(errorBody(err, requestId)));
 }
 
 export const notFoundHandler: RequestHandler = (req) => {

@@ -1,16 +1,11 @@
 import type { RequestHandler } from 'express';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/**
- * The path with its ids folded to `:id`, never the raw path (ids would explode the label
- * set); 404s share one label. Express's own req.route is no help here: the mount path is
- * gone by the time the response finishes.
- */
-function routeLabel(req: Parameters<RequestHandler>[0], status: number): string {
-  if (status === 404) return 'unmatched';
-  const path = req.originalUrl.split('?')[0]!;
-  return path.replace(/\/(\d+|[0-9a-f]{8}-[0-9a-f-]{27})(?=\/|$)/gi, '/:id');
-}
+/** The route label of every request that matches no route (whatever its path and status). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** Names a request by its route pattern (`/api/agents/:id`), or null when no route matches it. */
+export type RouteOf = (method: string, path: string) => string | null;
 
 /** One registry per process; the HTTP layer records every request's duration by route and status. */
 export interface Metrics {
@@ -21,7 +16,12 @@ export interface Metrics {
   record: (method: string, route: string, status: number, seconds: number) => void;
 }
 
-export function createMetrics(): Metrics {
+/**
+ * Requests are labelled by the pattern of the route they match, never by their raw path:
+ * the label set is bounded by the route table, whatever paths clients send (junk under an
+ * authenticated router that answers 401 before any route runs included).
+ */
+export function createMetrics(routeOf: RouteOf): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
@@ -34,7 +34,7 @@ export function createMetrics(): Metrics {
   const observe: RequestHandler = (req, res, next) => {
     const start = process.hrtime.bigint();
     res.once('finish', () => {
-      const route = routeLabel(req, res.statusCode);
+      const route = routeOf(req.method, req.originalUrl.split('?', 1)[0]!) ?? UNMATCHED_ROUTE;
       duration.observe({ method: req.method, route, status: String(res.statusCode) }, Number(process.hrtime.bigint() - start) / 1e9);
     });
     next();

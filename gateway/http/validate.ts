@@ -1,8 +1,12 @@
 import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { checkUrlHost, guardForUrl } from '../../lib/address-guard.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
+import type { ParamDoc } from './route-docs.js';
+import { ID } from './schemas.js';
 
-const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes: false });
+// verbose: an error carries the schema it failed, so alternatives (anyOf) can be described in one message.
+const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes: false, verbose: true, allowUnionTypes: true });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
 
 function fieldOf(e: ErrorObject): string {
@@ -12,33 +16,106 @@ function fieldOf(e: ErrorObject): string {
   return path || '(body)';
 }
 
-function messageOf(e: ErrorObject): string {
-  if (e.keyword === 'required') return 'is required';
-  if (e.keyword === 'additionalProperties') return 'is not a known field';
-  if (e.keyword === 'format') return `must be a valid ${(e.params as { format: string }).format}`;
-  return e.message ?? 'is invalid';
+const TYPE_TEXT: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+
+/** "a, b or c" */
+const oneOf = (items: string[]): string => {
+  const unique = [...new Set(items)];
+  return unique.length <= 1 ? (unique[0] ?? 'valid') : `${unique.slice(0, -1).join(', ')} or ${unique.at(-1)}`;
+};
+
+/** What a (sub)schema accepts, in words: "a non-empty string, an integer or null". */
+function describe(schema: unknown): string {
+  if (schema === null || typeof schema !== 'object') return 'valid';
+  const s = schema as { anyOf?: unknown[]; oneOf?: unknown[]; enum?: unknown[]; type?: string | string[]; minLength?: number; minimum?: number; pattern?: string };
+  const alternatives = s.anyOf ?? s.oneOf;
+  if (Array.isArray(alternatives)) return oneOf(alternatives.map(describe));
+  if (Array.isArray(s.enum)) return `one of ${s.enum.map((v) => String(v)).join(', ')}`;
+  const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];
+  return oneOf(
+    types.map((t) => {
+      if (t === 'string' && s.pattern && /^\^\\d/.test(s.pattern)) return 'a string of digits';
+      if (t === 'string' && s.minLength === 1) return 'a non-empty string';
+      if (t === 'integer' && s.minimum === 0) return 'a whole number ≥ 0';
+      return TYPE_TEXT[t] ?? t;
+    }),
+  );
 }
 
+function messageOf(e: ErrorObject): string {
+  switch (e.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not a known field';
+    case 'format':
+      return `must be a valid ${(e.params as { format: string }).format}`;
+    case 'anyOf':
+    case 'oneOf':
+      return `must be ${describe({ anyOf: e.schema })}`;
+    case 'type':
+      return `must be ${describe({ type: e.schema })}`;
+    case 'enum':
+      return `must be one of ${((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((v) => String(v)).join(', ')}`;
+    case 'minLength':
+      return e.schema === 1 ? 'must not be empty' : `must be at least ${String(e.schema)} characters`;
+    case 'maxLength':
+      return `must be at most ${String(e.schema)} characters`;
+    case 'pattern':
+      return e.schema === '\\S' ? 'must not be blank' : (e.message ?? 'is invalid');
+    default:
+      return e.message ?? 'is invalid';
+  }
+}
+
+/**
+ * One message per field: the errors ajv reports inside the branches of an `anyOf` (one per
+ * alternative: "must be string", "must be integer", …) are folded into the `anyOf`'s own,
+ * which says every alternative at once; of several errors on one field the first is kept.
+ */
 export function toFieldErrors(errors: ErrorObject[] | null | undefined): FieldError[] {
+  const all = errors ?? [];
+  const branches = all.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => `${e.schemaPath}/`);
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const e of errors ?? []) {
+  for (const e of all) {
+    if (branches.some((prefix) => e.schemaPath.startsWith(prefix))) continue;
     const d = { field: fieldOf(e), message: messageOf(e) };
-    const key = `${d.field}\u0000${d.message}`;
-    if (!seen.has(key)) {
-      seen.add(key);
+    if (!seen.has(d.field)) {
+      seen.add(d.field);
       out.push(d);
     }
   }
   return out;
 }
 
+/** A non-negative USD amount as a decimal string (up to 6 decimals: the ledger's precision). */
+export const USD_AMOUNT = '^\\d{1,12}(\\.\\d{1,6})?$';
+
+/**
+ * A body check: throws 400 VALIDATION_ERROR listing each bad field, else returns the body.
+ * `schema` is the very object it was compiled from: the OpenAPI document shows that one
+ * (gateway/http/openapi.ts), so what is documented is what is checked.
+ */
+export interface BodyValidator<T> {
+  (body: unknown): T;
+  readonly schema: Readonly<Record<string, unknown>>;
+}
+
 /** Compiles a body schema once; the returned function throws 400 VALIDATION_ERROR listing each bad field. */
-export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unknown>): (body: unknown) => T {
+export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unknown>): BodyValidator<T> {
   const validate = ajv.compile(schema) as ValidateFunction<T>;
-  return (body: unknown): T => {
+  const check = (body: unknown): T => {
     if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new AppError('VALIDATION_ERROR', 'The body must be a JSON object.', { details: [{ field: '(body)', message: 'must be a JSON object' }] });
+      throw new AppError('VALIDATION_ERROR', 'The body must be a JSON object (sent with Content-Type: application/json).', { details: [{ field: '(body)', message: 'must be a JSON object' }] });
     }
     if (!validate(body)) {
       const details = toFieldErrors(validate.errors);
@@ -46,6 +123,7 @@ export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unkn
     }
     return body;
   };
+  return Object.assign(check, { schema: schema as Readonly<Record<string, unknown>> });
 }
 
 /** Parses a positive integer path id; anything else is a resource that cannot exist (404). */
@@ -55,4 +133,19 @@ export function idParam(value: unknown, what = 'Resource'): number {
     if (n <= 2_147_483_647) return n;
   }
   throw new AppError('NOT_FOUND', `${what} not found.`);
+}
+
+/** The route doc of a path id that idParam reads. */
+export const idPathParam = (what: string, name = 'id'): ParamDoc => ({ name, in: 'path', description: `The ${what}'s id.`, schema: ID, example: 1 });
+
+/**
+ * A URL a tenant is about to store (an integration's apiUrl, an agent's baseUrl) must not
+ * lead to internal addresses (lib/address-guard.ts): 400 on `field` otherwise. Operator
+ * URLs and ALLOW_PRIVATE_URLS pass unchecked. Connections are guarded again when made.
+ */
+export async function assertTenantUrl(config: { allowPrivateUrls: boolean; helpdeskGlobalUrl: string; helpdeskEuropeUrl: string }, field: string, url: string): Promise<void> {
+  const guard = guardForUrl(config, url);
+  if (!guard) return;
+  const verdict = await checkUrlHost(url, guard);
+  if (!verdict.ok) throw new AppError('VALIDATION_ERROR', `Invalid ${field}.`, { details: [{ field, message: verdict.error }] });
 }

@@ -5,15 +5,13 @@ import { HelpdeskClient, HelpdeskError, type HelpdeskWebhook } from '../../lib/h
 /**
  * What the integration routes ask the helpdesk (Chat2Desk API v1) on the user's behalf:
  * which instance (global / Europe) holds the account, and the webhook registration.
- * Failures become AppErrors whose message carries the helpdesk's own text (the dashboard
- * shows it) and never the token.
+ * Failures become AppErrors whose message says which status came back (never the
+ * helpdesk's own text, never the token).
  */
 export type HelpdeskRegion = 'global' | 'europe';
 
 /** The events the service acts on (contract.md § Integrations). */
 export const WEBHOOK_EVENTS = ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'];
-
-const MAX_UPSTREAM_TEXT = 300;
 
 export const regionUrl = (config: Config, region: HelpdeskRegion): string =>
   region === 'europe' ? config.helpdeskEuropeUrl : config.helpdeskGlobalUrl;
@@ -26,20 +24,20 @@ export function regionOfUrl(config: Config, url: string): HelpdeskRegion | null 
   return null;
 }
 
-/** The helpdesk's own words for a failure, without the token. */
-export function upstreamText(err: unknown, token: string | null): string {
-  let text: string;
+/**
+ * What to tell the user about a failed helpdesk call: which status (or which failure) came
+ * back, never the helpdesk's own body (somebody else's text must not reach a tenant, and a
+ * tenant-chosen URL could make it say anything).
+ */
+export function upstreamText(err: unknown): string {
   if (err instanceof HelpdeskError) {
-    const body = err.body as { message?: unknown; error?: unknown; errors?: unknown; description?: unknown } | string | null;
-    let said: unknown = body;
-    if (body && typeof body === 'object') said = body.message ?? body.error ?? body.errors ?? body.description ?? body;
-    const saidText = said === null || said === undefined || said === '' ? '' : typeof said === 'string' ? said : JSON.stringify(said);
-    text = err.status === null ? err.message : `HTTP ${err.status}${saidText ? `: ${saidText}` : ''}`;
-  } else {
-    text = (err as Error)?.message ?? String(err);
+    if (err.refused) return `the helpdesk answered status "error" (HTTP ${err.status})`;
+    if (err.status === 401 || err.status === 403) return `the helpdesk refused the API token (HTTP ${err.status})`;
+    if (err.status !== null) return `the helpdesk answered HTTP ${err.status}`;
+    return err.message.replace(/^helpdesk \S+ \S+: /, 'the helpdesk ');
   }
-  if (token) text = text.split(token).join('[redacted]');
-  return text.length > MAX_UPSTREAM_TEXT ? `${text.slice(0, MAX_UPSTREAM_TEXT)}…` : text;
+  if (err instanceof WebhookRegistrationError) return err.message;
+  return 'the helpdesk could not be reached';
 }
 
 const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && err.status !== null && !err.retryable;
@@ -51,10 +49,8 @@ const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && 
 export async function probeRegion(config: Config, token: string): Promise<{ apiUrl: string; region: HelpdeskRegion }> {
   const regions: HelpdeskRegion[] = ['global', 'europe'];
   const results = await Promise.allSettled(
-    regions.map(async (region) => {
-      const info = (await new HelpdeskClient(regionUrl(config, region), token).apiInfo()) as { status?: unknown } | null;
-      if (info && typeof info === 'object' && info.status === 'error') throw new HelpdeskError('token refused', 401, info);
-    }),
+    // A `{"status":"error"}` answer is a refusal too (HelpdeskClient throws it, not retryable).
+    regions.map((region) => new HelpdeskClient(regionUrl(config, region), token).apiInfo()),
   );
   const accepted = results.findIndex((r) => r.status === 'fulfilled');
   if (accepted >= 0) return { apiUrl: regionUrl(config, regions[accepted]!), region: regions[accepted]! };
@@ -64,30 +60,57 @@ export async function probeRegion(config: Config, token: string): Promise<{ apiU
       details: [{ field: 'apiToken', message: 'is not accepted by the helpdesk' }],
     });
   }
-  const said = regions.map((region, i) => `${region}: ${upstreamText(reasons[i], token)}`).join('; ');
+  const said = regions.map((region, i) => `${region}: ${upstreamText(reasons[i])}`).join('; ');
   throw new AppError('UPSTREAM_ERROR', `Could not check the helpdesk token (${said}).`);
+}
+
+/** What we ask for: our URL and name, the events we act on, switched on. */
+const ENABLED = 'enable';
+
+/** Whether the helpdesk reports the hook switched on (a helpdesk that does not say counts as on). */
+export function webhookEnabled(hook: HelpdeskWebhook & { enabled?: unknown; active?: unknown }): boolean {
+  if (hook.enabled === false || hook.active === false || hook.status === false) return false;
+  return typeof hook.status !== 'string' || !/^(disabled?|inactive|off)$/i.test(hook.status);
+}
+
+/** The registration failed in a way the helpdesk's answers show (not a transport error). */
+export class WebhookRegistrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookRegistrationError';
+  }
 }
 
 /**
  * Creates our webhook at the helpdesk, or updates it when one with our id, URL or name
- * exists (so re-registering never adds a duplicate). Returns the helpdesk's id of it.
+ * exists (so re-registering never adds a duplicate), always asking for it switched on
+ * (Chat2Desk switches off a webhook after 5 h of failed deliveries). Then reads the list
+ * back: the registration counts only when the hook is there, with our URL, switched on.
+ * Returns the helpdesk's id of it.
  */
 export async function registerHelpdeskWebhook(
   client: HelpdeskClient,
   hook: { url: string; name: string; knownRemoteId: string | null },
 ): Promise<string> {
-  const desired = { url: hook.url, name: hook.name, events: WEBHOOK_EVENTS };
+  const desired = { url: hook.url, name: hook.name, events: WEBHOOK_EVENTS, status: ENABLED };
   const existing = await client.listWebhooks();
   const match =
     (hook.knownRemoteId !== null && existing.find((w) => String(w.id) === hook.knownRemoteId)) ||
     existing.find((w) => w.url === hook.url) ||
     existing.find((w) => w.name === hook.name);
+  let id: HelpdeskWebhook['id'];
   if (match) {
     await client.updateWebhook(match.id, desired);
-    return String(match.id);
+    id = match.id;
+  } else {
+    const created = (await client.createWebhook(desired)) as { data?: HelpdeskWebhook } & Partial<HelpdeskWebhook>;
+    const newId = created?.data?.id ?? created?.id;
+    if (newId === undefined || newId === null) throw new WebhookRegistrationError('the helpdesk did not return the id of the new webhook');
+    id = newId;
   }
-  const created = (await client.createWebhook(desired)) as { data?: HelpdeskWebhook } & Partial<HelpdeskWebhook>;
-  const id = created?.data?.id ?? created?.id;
-  if (id === undefined || id === null) throw new HelpdeskError('the helpdesk did not return the id of the new webhook', 200, created);
+  const stored = (await client.listWebhooks()).find((w) => String(w.id) === String(id));
+  if (!stored) throw new WebhookRegistrationError('the helpdesk does not list the webhook after registering it');
+  if (stored.url !== hook.url) throw new WebhookRegistrationError('the helpdesk lists the webhook with another URL');
+  if (!webhookEnabled(stored)) throw new WebhookRegistrationError('the helpdesk keeps the webhook switched off');
   return String(id);
 }

@@ -1,18 +1,26 @@
 import { Router } from 'express';
+import { DEFAULT_FALLBACK_TEXT, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
+import { formatUsd } from '../../lib/money.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { bodyValidator, idParam } from '../http/validate.js';
+import type { Config } from '../../lib/config.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BOOLEAN, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
+import { assertTenantUrl, bodyValidator, idParam, idPathParam, USD_AMOUNT } from '../http/validate.js';
 
 interface ModelInput {
   provider?: 'builtin' | 'openai';
   name?: string | null;
   baseUrl?: string | null;
   apiKey?: string | null;
-  pricing?: ModelPricing | null;
+  /** Decimal strings or JSON numbers ("0.15" or 0.15); stored and shown as decimal strings. */
+  pricing?: { inputUsdPerMTok: string | number; outputUsdPerMTok: string | number } | null;
+  /** This agent's model calls in flight at most, per worker; null: no cap of its own. */
+  maxConcurrency?: number | null;
 }
 
 interface AgentInput {
@@ -22,10 +30,27 @@ interface AgentInput {
   knowledgeBaseId?: number | null;
   /** Told to the customer when the agent hands off; null restores the default. */
   handoffMessage?: string | null;
+  /** This agent's model spend per UTC day; past it its conversations go to a human. null: no cap. */
+  spendCapUsdPerDay?: string | null;
+  /** Nothing relevant in the knowledge base: hand off after the fallback text, or only answer the fallback text. */
+  onNoAnswer?: 'handoff' | 'fallback';
+  /** null restores the default. */
+  fallbackMessage?: string | null;
+  relevanceThreshold?: number;
 }
 
 const DECIMAL = '^\\d{1,9}(\\.\\d{1,9})?$';
+/** A price per million tokens: a decimal string (`pattern`) or a JSON number (`minimum` / `maximum`; its decimals are checked by decimalPrice). */
+const PRICE = { type: ['string', 'number'], pattern: DECIMAL, minimum: 0, maximum: 999_999_999 };
+/** What an agent's `model.pricing` shows: decimal strings, as stored. */
+const pricingView = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  required: ['inputUsdPerMTok', 'outputUsdPerMTok'],
+  properties: { inputUsdPerMTok: { type: 'string', pattern: DECIMAL }, outputUsdPerMTok: { type: 'string', pattern: DECIMAL } },
+};
 const modelSchema = {
+  title: 'AgentModelInput',
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -37,27 +62,53 @@ const modelSchema = {
       type: ['object', 'null'],
       additionalProperties: false,
       required: ['inputUsdPerMTok', 'outputUsdPerMTok'],
-      properties: { inputUsdPerMTok: { type: 'string', pattern: DECIMAL }, outputUsdPerMTok: { type: 'string', pattern: DECIMAL } },
+      properties: { inputUsdPerMTok: PRICE, outputUsdPerMTok: PRICE },
     },
+    maxConcurrency: { type: ['integer', 'null'], minimum: 1, maximum: 100_000 },
   },
 };
+
+/**
+ * A price as the decimal string it is stored as: a string as sent, a number as it is written
+ * in JSON (0.15 → "0.15", 1e-7 → "0.0000001"); more than 9 decimals is refused, never rounded.
+ */
+function decimalPrice(value: string | number, field: string): string {
+  if (typeof value === 'string') return value;
+  const text = /e/i.test(String(value)) ? value.toFixed(9).replace(/\.?0+$/, '') : String(value);
+  if (!new RegExp(DECIMAL).test(text) || Number(text) !== value) {
+    throw new AppError('VALIDATION_ERROR', `Invalid ${field}.`, { details: [{ field, message: 'must have at most 9 decimals' }] });
+  }
+  return text;
+}
+
+function pricingOf(p: NonNullable<ModelInput['pricing']>): ModelPricing {
+  return { inputUsdPerMTok: decimalPrice(p.inputUsdPerMTok, 'model.pricing.inputUsdPerMTok'), outputUsdPerMTok: decimalPrice(p.outputUsdPerMTok, 'model.pricing.outputUsdPerMTok') };
+}
 const agentProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
   systemPrompt: { type: 'string', maxLength: 100_000 },
   model: modelSchema,
   knowledgeBaseId: { type: ['integer', 'null'], minimum: 1 },
   handoffMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
+  spendCapUsdPerDay: { type: ['string', 'null'], pattern: USD_AMOUNT },
+  onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
+  fallbackMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
+  relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
 };
-const createBody = bodyValidator<AgentInput & { name: string }>({ type: 'object', additionalProperties: false, required: ['name'], properties: agentProperties });
-const patchBody = bodyValidator<AgentInput>({ type: 'object', additionalProperties: false, properties: agentProperties });
+const createBody = bodyValidator<AgentInput & { name: string }>({ title: 'AgentCreate', type: 'object', additionalProperties: false, required: ['name'], properties: agentProperties });
+const patchBody = bodyValidator<AgentInput>({ title: 'AgentPatch', type: 'object', additionalProperties: false, properties: agentProperties });
 
 export const agentView = (a: Agent) => ({
   id: a.id,
   name: a.name,
   systemPrompt: a.systemPrompt,
-  model: { provider: a.modelProvider, name: a.modelName, baseUrl: a.modelBaseUrl, hasApiKey: a.modelApiKeySealed !== null, pricing: a.modelPricing },
+  model: { provider: a.modelProvider, name: a.modelName, baseUrl: a.modelBaseUrl, hasApiKey: a.modelApiKeySealed !== null, pricing: a.modelPricing, maxConcurrency: a.modelMaxConcurrency },
   knowledgeBaseId: a.knowledgeBaseId,
   handoffMessage: a.handoffMessage ?? DEFAULT_HANDOFF_TEXT,
+  spendCapUsdPerDay: a.spendCapUsdPerDay === null ? null : formatUsd(a.spendCapUsdPerDay),
+  onNoAnswer: a.onNoAnswer,
+  fallbackMessage: a.fallbackMessage ?? DEFAULT_FALLBACK_TEXT,
+  relevanceThreshold: a.relevanceThreshold,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
@@ -69,12 +120,22 @@ async function checkKnowledgeBase(tenant: TenantScope, id: number | null | undef
   }
 }
 
-function applyModel(agent: Agent, model: ModelInput | undefined, secrets: SecretBox): void {
+async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: SecretBox, config: UrlConfig): Promise<void> {
   if (model) {
+    if (model.baseUrl !== undefined && model.baseUrl !== null && model.baseUrl !== agent.modelBaseUrl) {
+      await assertTenantUrl(config, 'model.baseUrl', model.baseUrl);
+      // A stolen API token must not steer the stored model key to a listener of its choice.
+      if (agent.modelApiKeySealed !== null && model.apiKey === undefined) {
+        throw new AppError('VALIDATION_ERROR', 'Send model.apiKey again to change model.baseUrl.', {
+          details: [{ field: 'model.apiKey', message: 'is required when model.baseUrl changes (the stored key is never sent to a new address)' }],
+        });
+      }
+    }
     if (model.provider !== undefined) agent.modelProvider = model.provider;
     if (model.name !== undefined) agent.modelName = model.name;
     if (model.baseUrl !== undefined) agent.modelBaseUrl = model.baseUrl;
-    if (model.pricing !== undefined) agent.modelPricing = model.pricing;
+    if (model.pricing !== undefined) agent.modelPricing = model.pricing === null ? null : pricingOf(model.pricing);
+    if (model.maxConcurrency !== undefined) agent.modelMaxConcurrency = model.maxConcurrency;
     if (model.apiKey !== undefined) agent.modelApiKeySealed = model.apiKey === null ? null : secrets.seal(model.apiKey);
   }
   if (agent.modelProvider === 'openai') {
@@ -86,7 +147,9 @@ function applyModel(agent: Agent, model: ModelInput | undefined, secrets: Secret
   }
 }
 
-export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
+type UrlConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+
+export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: UrlConfig): Router {
   const router = Router();
   router.use(auth.any);
 
@@ -102,10 +165,13 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
     const now = new Date();
     const agent = tenant.em.create(AgentSchema, {
       companyId: tenant.companyId, name: body.name.trim(), systemPrompt: body.systemPrompt ?? '', modelProvider: 'builtin',
-      modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null,
-      knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, createdAt: now, updatedAt: now,
+      modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null, modelMaxConcurrency: null,
+      knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
+      onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null,
+      relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+      createdAt: now, updatedAt: now,
     } as never);
-    applyModel(agent, body.model, secrets);
+    await applyModel(agent, body.model, secrets, config);
     await tenant.em.flush();
     res.status(201).json({ agent: agentView(agent) });
   });
@@ -129,7 +195,11 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
     if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
     if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
     if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
-    applyModel(agent, body.model, secrets);
+    if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
+    if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
+    if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
+    if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
+    await applyModel(agent, body.model, secrets, config);
     agent.updatedAt = new Date();
     await tenant.em.flush();
     res.json({ agent: agentView(agent) });
@@ -142,3 +212,76 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox): Router {
   });
   return router;
 }
+
+/** What agentView answers. */
+const AGENT_SCHEMA = object(
+  {
+    id: ID,
+    name: STRING,
+    systemPrompt: STRING,
+    model: object({ provider: { type: 'string', enum: ['builtin', 'openai'] }, name: nullable(STRING), baseUrl: nullable(STRING), hasApiKey: BOOLEAN, pricing: pricingView, maxConcurrency: nullable({ type: 'integer', minimum: 1, maximum: 100_000 }) }),
+    knowledgeBaseId: nullable(ID),
+    handoffMessage: STRING,
+    spendCapUsdPerDay: nullable(USD),
+    onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
+    fallbackMessage: STRING,
+    relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
+    createdAt: TIMESTAMP,
+    updatedAt: TIMESTAMP,
+  },
+  { title: 'Agent' },
+);
+const EXAMPLE_AGENT = {
+  id: 1,
+  name: 'Support',
+  systemPrompt: 'Be brief.',
+  model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', hasApiKey: true, pricing: null, maxConcurrency: null },
+  knowledgeBaseId: null,
+  handoffMessage: DEFAULT_HANDOFF_TEXT,
+  spendCapUsdPerDay: null,
+  onNoAnswer: 'handoff',
+  fallbackMessage: DEFAULT_FALLBACK_TEXT,
+  relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD,
+  createdAt: EXAMPLE_TIME,
+  updatedAt: EXAMPLE_TIME,
+};
+const ONE_AGENT = { schema: object({ agent: AGENT_SCHEMA }), example: { agent: EXAMPLE_AGENT } };
+const BAD_AGENT = 'a bad field, an unknown knowledgeBaseId, provider openai without model.name or model.baseUrl, a model.baseUrl at a private address, or a new model.baseUrl without model.apiKey';
+const AGENT_ID = idPathParam('agent');
+
+export const agentRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
+    summary: "The company's agents",
+    responses: { 200: { description: 'Every agent, oldest first.', schema: object({ agents: arrayOf(AGENT_SCHEMA) }), example: { agents: [EXAMPLE_AGENT] } } },
+  },
+  {
+    method: 'POST', path: '/', operationId: 'createAgent', tag: 'Agents', access: 'any',
+    summary: 'Create an agent (builtin answers from its knowledge base; openai calls any OpenAI-compatible server)',
+    body: { validators: [createBody], example: { name: 'Support', systemPrompt: 'Be brief.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-example' } } },
+    responses: { 201: { description: 'The new agent (`apiKey` is write-only: `hasApiKey` says whether one is stored).', ...ONE_AGENT } },
+    errors: { VALIDATION_ERROR: BAD_AGENT },
+  },
+  {
+    method: 'GET', path: '/:id', operationId: 'getAgent', tag: 'Agents', access: 'any',
+    summary: 'One agent',
+    params: [AGENT_ID],
+    responses: { 200: { description: 'The agent.', ...ONE_AGENT } },
+    errors: { NOT_FOUND: 'no such agent' },
+  },
+  {
+    method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
+    summary: 'Change an agent (only the fields sent; null restores a default)',
+    params: [AGENT_ID],
+    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50' } },
+    responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
+    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
+  },
+  {
+    method: 'DELETE', path: '/:id', operationId: 'deleteAgent', tag: 'Agents', access: 'any',
+    summary: 'Delete an agent',
+    params: [AGENT_ID],
+    responses: { 204: { description: 'Deleted.' } },
+    errors: { NOT_FOUND: 'no such agent' },
+  },
+];

@@ -4,7 +4,9 @@ import { ApiTokenSchema, type ApiToken } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { newApiToken } from '../auth/opaque-tokens.js';
 import { sha256Hex } from '../../lib/secrets.js';
-import { bodyValidator, idParam } from '../http/validate.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
+import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 
 const createBody = bodyValidator<{ name: string }>({
   type: 'object',
@@ -51,3 +53,35 @@ export function apiTokenRoutes(auth: Authenticator): Router {
   });
   return router;
 }
+
+const TOKEN_PROPERTIES = { id: ID, name: STRING, prefix: { type: 'string', description: 'The first characters of the token, to recognise it.' }, createdAt: TIMESTAMP, lastUsedAt: nullable(TIMESTAMP) };
+const API_TOKEN = object(TOKEN_PROPERTIES, { title: 'ApiToken' });
+const EXAMPLE_TOKEN = { id: 1, name: 'CI', prefix: 'mas_AbCdEfGh', createdAt: EXAMPLE_TIME, lastUsedAt: null };
+
+export const apiTokenRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'POST', path: '/', operationId: 'createApiToken', tag: 'API tokens', access: 'session',
+    summary: 'Create a company API token (the token is shown in this answer only)',
+    body: { validators: [createBody], example: { name: 'CI' } },
+    responses: {
+      201: {
+        description: 'The token, with its secret `token` (stored only as a hash).',
+        schema: object({ apiToken: object({ ...TOKEN_PROPERTIES, token: { type: 'string', pattern: '^mas_' } }) }),
+        example: { apiToken: { ...EXAMPLE_TOKEN, token: 'mas_AbCdEfGhIjKlMnOpQrStUvWxYz012345' } },
+      },
+    },
+    errors: { VALIDATION_ERROR: 'no name' },
+  },
+  {
+    method: 'GET', path: '/', operationId: 'listApiTokens', tag: 'API tokens', access: 'session',
+    summary: "The company's live API tokens (without their secrets)",
+    responses: { 200: { description: 'Every token not revoked.', schema: object({ apiTokens: arrayOf(API_TOKEN) }), example: { apiTokens: [EXAMPLE_TOKEN] } } },
+  },
+  {
+    method: 'DELETE', path: '/:id', operationId: 'revokeApiToken', tag: 'API tokens', access: 'session',
+    summary: 'Revoke an API token (it answers 401 from now on)',
+    params: [idPathParam('API token')],
+    responses: { 204: { description: 'Revoked.' } },
+    errors: { NOT_FOUND: 'no such live token' },
+  },
+];

@@ -7,8 +7,11 @@ import { CompanySchema, UserSchema } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { Sessions } from '../auth/sessions.js';
+import { LoginLimits } from '../auth/login-limits.js';
 import { createAccount } from '../auth/signup.js';
 import { RateLimiter } from '../http/rate-limit.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { BOOLEAN, EXAMPLE_TIME, ID, object, STRING, TIMESTAMP, UUID } from '../http/schemas.js';
 import { bodyValidator } from '../http/validate.js';
 
 const registerBody = bodyValidator<{ email: string; password: string; companyName: string }>({
@@ -33,13 +36,19 @@ const refreshBody = bodyValidator<{ refresh_token: string }>({
   properties: { refresh_token: { type: 'string', minLength: 1, maxLength: 512 } },
 });
 
+/** A database error's SQLSTATE (`23505`: the email is taken), else the error's class name: never its message. */
+function errorCodeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  return err instanceof Error ? err.name : 'unknown';
+}
+
 const normaliseEmail = (email: string) => email.trim().toLowerCase();
 
 export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; sessions: Sessions; auth: Authenticator; now?: () => number }): Router {
   const { orm, config, logger, sessions, auth } = deps;
   const limits = config.rateLimits;
-  const loginPerEmail = new RateLimiter(limits.loginPerEmail, deps.now);
-  const loginPerIp = new RateLimiter(limits.loginPerIp, deps.now);
+  const loginLimits = new LoginLimits({ orm, rules: { perEmail: limits.loginPerEmail, perIp: limits.loginPerIp }, logger, now: deps.now });
   const registerPerIp = new RateLimiter(limits.registerPerIp, deps.now);
   const refreshPerIp = new RateLimiter(limits.refreshPerIp, deps.now);
   const router = Router();
@@ -52,7 +61,8 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
     try {
       created = await createAccount(orm, { email: normaliseEmail(body.email), passwordHash, companyName: body.companyName.trim() });
     } catch (err) {
-      logger.info({ err: (err as Error).message }, 'registration failed');
+      // The driver's message quotes the SQL and its parameters (email, password hash): log the code alone.
+      logger.info({ code: errorCodeOf(err) }, 'registration failed');
       throw new AppError('USER_CREATION_FAILED', undefined, { cause: err });
     }
     const { user, company } = created;
@@ -63,14 +73,15 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
   });
 
   router.post('/login', async (req, res) => {
-    loginPerIp.hit(req.ip ?? 'unknown');
     const body = loginBody(req.body);
     const email = normaliseEmail(body.email);
-    loginPerEmail.hit(email);
+    // Counted as a failure until the password proves right (429 when the email or IP is locked out).
+    const attempt = await loginLimits.begin(email, req.ip ?? 'unknown');
     const em = orm.em.fork();
     const user = await em.findOne(UserSchema, { email }, { populate: ['passwordHash'] });
     const ok = await verifyPassword(user?.passwordHash ?? null, body.password);
     if (!user || !ok) throw new AppError('INVALID_CREDENTIALS');
+    await attempt.succeeded();
     const session = await sessions.start(user.id, user.companyId);
     res.json({ session, user: { id: user.id, email: user.email, companyId: user.companyId } });
   });
@@ -107,3 +118,66 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
 
   return router;
 }
+
+const SESSION = object(
+  { access_token: { type: 'string', description: 'JWT, sent as `Authorization: Bearer …`' }, refresh_token: STRING, expires_at: { type: 'integer', description: 'When the access token expires (Unix seconds).' } },
+  { title: 'Session' },
+);
+const EMAIL = { type: 'string', format: 'email' };
+const COMPANY = { id: ID, companyId: UUID, companyName: STRING };
+const EXAMPLE_USER_ID = '6f1c2d4e-8a3b-4c5d-9e0f-1a2b3c4d5e6f';
+const EXAMPLE_COMPANY = { id: 1, companyId: 'a7e9c1b3-5d2f-4e6a-8b0c-9d1e2f3a4b5c', companyName: 'Acme' };
+const EXAMPLE_SESSION = { access_token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIuLi4ifQ.c2lnbmF0dXJl', refresh_token: 'rt_9f86d081884c7d659a2feaa0c55ad015', expires_at: 1772359200 };
+const RATE_LIMITED_LOGIN = 'too many failed logins for this email or from this address (10 per email, 300 per IP in 15 minutes), even with the right password';
+
+export const authRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'POST', path: '/register', operationId: 'register', tag: 'Accounts', access: 'public',
+    summary: 'Create an account: a user, its company (5.00 USD of credit, the Sales pipeline)',
+    body: { validators: [registerBody], example: { email: 'ann@example.com', password: 'correct horse', companyName: 'Acme' } },
+    responses: {
+      201: {
+        description: 'The user and the company.',
+        schema: object({ user: object({ id: UUID, email: EMAIL }), company: object(COMPANY) }),
+        example: { user: { id: EXAMPLE_USER_ID, email: 'ann@example.com' }, company: EXAMPLE_COMPANY },
+      },
+    },
+    errors: { VALIDATION_ERROR: 'a bad email, a password under 8 characters, no companyName', RATE_LIMITED: 'too many registrations from this address', USER_CREATION_FAILED: 'the account could not be created (the email may already exist)' },
+  },
+  {
+    method: 'POST', path: '/login', operationId: 'login', tag: 'Accounts', access: 'public',
+    summary: 'Log in: a session (access and refresh token)',
+    body: { validators: [loginBody], example: { email: 'ann@example.com', password: 'correct horse' } },
+    responses: {
+      200: {
+        description: 'A new session.',
+        schema: object({ session: SESSION, user: object({ id: UUID, email: EMAIL, companyId: ID }) }),
+        example: { session: EXAMPLE_SESSION, user: { id: EXAMPLE_USER_ID, email: 'ann@example.com', companyId: 1 } },
+      },
+    },
+    errors: { VALIDATION_ERROR: 'email or password missing', INVALID_CREDENTIALS: 'wrong email or password', RATE_LIMITED: RATE_LIMITED_LOGIN },
+  },
+  {
+    method: 'POST', path: '/refresh', operationId: 'refreshSession', tag: 'Accounts', access: 'public',
+    summary: 'Exchange a refresh token for a new session (the refresh token is single use)',
+    body: { validators: [refreshBody], example: { refresh_token: EXAMPLE_SESSION.refresh_token } },
+    responses: { 200: { description: 'The new session.', schema: object({ session: SESSION }), example: { session: EXAMPLE_SESSION } } },
+    errors: { REFRESH_FAILED: 'no refresh_token, or one invalid, expired or already used (reusing one revokes its session)', RATE_LIMITED: 'too many refreshes from this address' },
+  },
+  {
+    method: 'POST', path: '/logout', operationId: 'logout', tag: 'Accounts', access: 'session',
+    summary: "Revoke the caller's session (its access and refresh tokens stop working)",
+    responses: { 204: { description: 'Revoked.' } },
+  },
+  {
+    method: 'GET', path: '/me', operationId: 'getCurrentUser', tag: 'Accounts', access: 'session',
+    summary: 'The current user and company',
+    responses: {
+      200: {
+        description: 'The user and the company.',
+        schema: object({ user: object({ id: UUID, email: EMAIL, companyId: ID, isSuperadmin: BOOLEAN }), company: object({ ...COMPANY, createdAt: TIMESTAMP }) }),
+        example: { user: { id: EXAMPLE_USER_ID, email: 'ann@example.com', companyId: 1, isSuperadmin: false }, company: { ...EXAMPLE_COMPANY, createdAt: EXAMPLE_TIME } },
+      },
+    },
+  },
+];

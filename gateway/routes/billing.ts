@@ -1,5 +1,10 @@
 import { Router } from 'express';
 import { formatUsd } from '../../lib/money.js';
+import type { TenantScope } from '../../lib/tenancy.js';
+import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
+import { bodyValidator, USD_AMOUNT } from '../http/validate.js';
 import { CompanySchema, LedgerEntrySchema, PipelineSchema, PipelineStageSchema, type LedgerEntry } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 
@@ -12,19 +17,56 @@ const ledgerView = (e: LedgerEntry) => ({
   outputTokens: e.outputTokens,
   model: e.model,
   conversationId: e.conversationId,
+  agentId: e.agentId,
   at: e.at.toISOString(),
 });
 
-/** Ledger entries shown by GET /api/billing, newest first. */
-const LEDGER_PAGE = 200;
+const patchBody = bodyValidator<{ spendCapUsdPerDay: string | null }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['spendCapUsdPerDay'],
+  properties: { spendCapUsdPerDay: { type: ['string', 'null'], pattern: USD_AMOUNT } },
+});
 
 export function billingRoutes(auth: Authenticator): Router {
   const router = Router();
-  router.get('/billing', auth.any, async (req, res) => {
-    const { em, companyId } = req.tenant!;
+  const billing = async ({ em, companyId }: TenantScope) => {
     const company = await em.findOneOrFail(CompanySchema, { id: companyId });
-    const ledger = await em.find(LedgerEntrySchema, {}, { orderBy: { id: 'desc' }, limit: LEDGER_PAGE });
-    res.json({ billing: { balanceUsd: formatUsd(company.balanceUsd), ledger: ledger.map(ledgerView) } });
+    // The newest page; GET /api/billing/ledger pages through all of it.
+    const [ledger, ledgerTotal] = await em.findAndCount(LedgerEntrySchema, {}, { orderBy: { id: 'desc' }, limit: DEFAULT_LIST_LIMIT });
+    const [spent] = (await em.getConnection().execute(
+      `select coalesce(-sum(amount_usd), 0)::text as spent from credit_ledger
+       where company_id = ? and kind = 'model_usage' and at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`,
+      [companyId],
+    )) as { spent: string }[];
+    return {
+      balanceUsd: formatUsd(company.balanceUsd),
+      // Held by model calls in flight (their estimated cost), until each settles.
+      reservedUsd: formatUsd(company.reservedUsd),
+      spendCapUsdPerDay: company.spendCapUsdPerDay === null ? null : formatUsd(company.spendCapUsdPerDay),
+      spentTodayUsd: formatUsd(spent!.spent),
+      ledger: ledger.map(ledgerView),
+      ledgerTotal,
+    };
+  };
+
+  router.get('/billing', auth.any, async (req, res) => {
+    res.json({ billing: await billing(req.tenant!) });
+  });
+
+  /** The whole credit ledger, newest first, paged. */
+  router.get('/billing/ledger', auth.any, async (req, res) => {
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [entries, total] = await req.tenant!.em.findAndCount(LedgerEntrySchema, {}, { orderBy: { id: 'desc' }, ...page });
+    res.json({ ledger: entries.map(ledgerView), total, ...page });
+  });
+
+  /** The company's daily model spend cap (UTC days); null removes it. Past it, conversations go to a human. */
+  router.patch('/billing', auth.any, async (req, res) => {
+    const body = patchBody(req.body);
+    const { em, companyId } = req.tenant!;
+    await em.nativeUpdate(CompanySchema, { id: companyId }, { spendCapUsdPerDay: body.spendCapUsdPerDay });
+    res.json({ billing: await billing(req.tenant!) });
   });
 
   router.get('/pipelines', auth.any, async (req, res) => {
@@ -42,3 +84,75 @@ export function billingRoutes(auth: Authenticator): Router {
   });
   return router;
 }
+
+const LEDGER_ENTRY = object(
+  {
+    id: BIG_ID,
+    kind: { type: 'string', enum: ['signup_bonus', 'model_usage', 'top_up', 'adjustment'] },
+    amountUsd: USD,
+    balanceAfterUsd: USD,
+    inputTokens: nullable(COUNT),
+    outputTokens: nullable(COUNT),
+    model: nullable(STRING),
+    conversationId: nullable(ID),
+    agentId: nullable(ID),
+    at: TIMESTAMP,
+  },
+  { title: 'LedgerEntry' },
+);
+const BILLING = object(
+  {
+    balanceUsd: USD,
+    reservedUsd: { ...USD, description: 'Held by model calls in flight (their estimated cost) until each settles.' },
+    spendCapUsdPerDay: nullable(USD),
+    spentTodayUsd: { ...USD, description: 'Model spend of the current UTC day.' },
+    ledger: { ...arrayOf(LEDGER_ENTRY), description: `The newest ${DEFAULT_LIST_LIMIT} entries.` },
+    ledgerTotal: COUNT,
+  },
+  { title: 'Billing' },
+);
+const EXAMPLE_ENTRY = { id: 1, kind: 'signup_bonus', amountUsd: '5.00', balanceAfterUsd: '5.00', inputTokens: null, outputTokens: null, model: null, conversationId: null, agentId: null, at: EXAMPLE_TIME };
+const ONE_BILLING = {
+  schema: object({ billing: BILLING }),
+  example: { billing: { balanceUsd: '5.00', reservedUsd: '0.00', spendCapUsdPerDay: null, spentTodayUsd: '0.00', ledger: [EXAMPLE_ENTRY], ledgerTotal: 1 } },
+};
+
+export const billingRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/billing', operationId: 'getBilling', tag: 'Billing', access: 'any',
+    summary: 'Credit balance, daily spend cap, spend today and the newest ledger entries',
+    responses: { 200: { description: 'The billing summary.', ...ONE_BILLING } },
+  },
+  {
+    method: 'GET', path: '/billing/ledger', operationId: 'listLedger', tag: 'Billing', access: 'any',
+    summary: 'The whole credit ledger, newest first, paged',
+    params: PAGE_PARAMS,
+    responses: { 200: { description: 'A page of the ledger.', schema: pageOf('ledger', LEDGER_ENTRY), example: { ledger: [EXAMPLE_ENTRY], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
+    errors: { VALIDATION_ERROR: 'a bad limit or offset' },
+  },
+  {
+    method: 'PATCH', path: '/billing', operationId: 'setSpendCap', tag: 'Billing', access: 'any',
+    summary: "Set the company's daily (UTC) model spend cap; null removes it",
+    body: { validators: [patchBody], example: { spendCapUsdPerDay: '10.00' } },
+    responses: { 200: { description: 'The billing summary with the new cap.', ...ONE_BILLING } },
+    errors: { VALIDATION_ERROR: 'spendCapUsdPerDay missing or not a decimal string' },
+  },
+  {
+    method: 'GET', path: '/pipelines', operationId: 'listPipelines', tag: 'Pipelines', access: 'any',
+    summary: "The company's sales pipelines and their stages",
+    responses: {
+      200: {
+        description: 'Every pipeline with its stages in order.',
+        schema: object({
+          pipelines: arrayOf(
+            object(
+              { id: ID, name: STRING, isDefault: BOOLEAN, stages: arrayOf(object({ id: ID, name: STRING, position: COUNT, isWon: BOOLEAN, isLost: BOOLEAN })) },
+              { title: 'Pipeline' },
+            ),
+          ),
+        }),
+        example: { pipelines: [{ id: 1, name: 'Sales', isDefault: true, stages: [{ id: 1, name: 'New lead', position: 0, isWon: false, isLost: false }] }] },
+      },
+    },
+  },
+];

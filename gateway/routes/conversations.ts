@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
 import { Router, type Request, type Response } from 'express';
 import type { Config } from '../../lib/config.js';
 import { conversationView, messageView, type ConversationNotice } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
-import { partitionOf, streamNames } from '../../lib/streams.js';
+import { inboundPublisher } from '../../lib/inbound.js';
+import { streamNames } from '../../lib/streams.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { conversationMachineDefinition } from '../../machines/conversation.js';
 import {
@@ -18,7 +18,10 @@ import {
 } from '../../schema/conversation-entities.js';
 import type { InboundEnvelope, OperatorCommand } from '../../schema/envelope.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { bodyValidator, idParam } from '../http/validate.js';
+import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BIG_ID, CONVERSATION, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, SOURCE, STATE_VALUE, STRING, TIMESTAMP } from '../http/schemas.js';
+import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 
 /**
  * The operator API over conversations. The gateway never touches a machine: operator
@@ -40,7 +43,30 @@ export interface ConversationRouteDeps {
 
 const DEFAULT_APPLY_TIMEOUT_MS = 10_000;
 const DEFAULT_HEARTBEAT_MS = 15_000;
-const LIST_LIMIT = 200;
+const DAY_MS = 86_400_000;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+/** A date-time with its zone: 2026-03-01T10:00:00Z, 2026-03-01T10:00:00.000+01:00. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * `from` / `to` of the conversation list: a date (UTC day; `to` includes that whole day) or
+ * an ISO 8601 date-time with its zone. Conversations are filtered by when they started.
+ */
+function dateBound(value: unknown, field: 'from' | 'to', details: { field: string; message: string }[]): { at: Date; inclusive: boolean } | undefined {
+  if (value === undefined) return undefined;
+  const text = typeof value === 'string' ? value : '';
+  const ms = DATE_ONLY.test(text) ? Date.parse(`${text}T00:00:00Z`) : DATE_TIME.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) {
+    details.push({ field, message: 'must be a date (2026-03-01) or an ISO 8601 date-time with its zone (2026-03-01T10:00:00Z)' });
+    return undefined;
+  }
+  // `to=2026-03-01` means up to the end of that day.
+  if (field === 'to' && DATE_ONLY.test(text)) return { at: new Date(ms + DAY_MS), inclusive: false };
+  return { at: new Date(ms), inclusive: true };
+}
+
+/** Operator commands without a body: `POST /api/conversations/:id/<command>`. */
+const COMMANDS = ['pause', 'resume', 'close'] as const;
 
 const replyBody = bodyValidator<{ text: string }>({
   type: 'object',
@@ -70,7 +96,7 @@ async function load(tenant: TenantScope, rawId: unknown): Promise<Conversation> 
 export function conversationRoutes(deps: ConversationRouteDeps): Router {
   const { auth, config, nc, logger } = deps;
   const names = streamNames(config.natsPrefix);
-  const js = jetstream(nc);
+  const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs });
   const applyTimeoutMs = deps.applyTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
   const heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const router = Router();
@@ -79,10 +105,17 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
     res.json({ machine: conversationMachineDefinition() });
   });
 
+  /** Most recently updated first; `status`, `integrationId`, `clientId`, `from` / `to` (start time) filter; paged. */
   router.get('/conversations', auth.any, async (req, res) => {
     const where: Record<string, unknown> = {};
-    const { status, integrationId } = req.query;
-    const details = [];
+    const { status, integrationId, clientId, from, to } = req.query;
+    const details: { field: string; message: string }[] = [];
+    let page;
+    try {
+      page = pageParams(req.query as Record<string, unknown>);
+    } catch (err) {
+      details.push(...((err as AppError).details ?? []));
+    }
     if (status !== undefined) {
       if (typeof status !== 'string' || !['active', 'paused', 'closed'].includes(status)) details.push({ field: 'status', message: 'must be one of active, paused, closed' });
       else where.status = status;
@@ -91,25 +124,46 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
       if (typeof integrationId !== 'string' || !/^[1-9]\d{0,9}$/.test(integrationId)) details.push({ field: 'integrationId', message: 'must be a positive integer' });
       else where.integrationId = Number(integrationId);
     }
-    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
-    const rows = await req.tenant!.em.find(ConversationSchema, where, { orderBy: { updatedAt: 'desc', id: 'desc' }, limit: LIST_LIMIT, populate: ['snapshot'] });
-    res.json({ conversations: rows.map(toView) });
+    if (clientId !== undefined) {
+      if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) details.push({ field: 'clientId', message: 'must be a customer id of 1 to 200 characters' });
+      else where.clientId = clientId;
+    }
+    const since = dateBound(from, 'from', details);
+    const until = dateBound(to, 'to', details);
+    if (since && until && (until.inclusive ? since.at > until.at : since.at >= until.at)) details.push({ field: 'from', message: 'must not be later than to' });
+    if (details.length || !page) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    if (since || until) {
+      where.createdAt = {
+        ...(since ? { $gte: since.at } : {}),
+        ...(until ? { [until.inclusive ? '$lte' : '$lt']: until.at } : {}),
+      };
+    }
+    const [rows, total] = await req.tenant!.em.findAndCount(ConversationSchema, where, {
+      orderBy: { updatedAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: page.offset,
+      populate: ['snapshot'],
+    });
+    res.json({ conversations: rows.map(toView), total, ...page });
   });
 
   router.get('/conversations/:id', auth.any, async (req, res) => {
     res.json({ conversation: toView(await load(req.tenant!, req.params.id)) });
   });
 
+  /** Oldest first (by seq), paged: the newest page is `offset = total - limit`. */
   router.get('/conversations/:id/messages', auth.any, async (req, res) => {
     const conv = await load(req.tenant!, req.params.id);
-    const rows = await req.tenant!.em.find(ConversationMessageSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' } });
-    res.json({ messages: rows.map((m) => messageView(m)) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [rows, total] = await req.tenant!.em.findAndCount(ConversationMessageSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' }, ...page });
+    res.json({ messages: rows.map((m) => messageView(m)), total, ...page });
   });
 
   router.get('/conversations/:id/transitions', auth.any, async (req, res) => {
     const conv = await load(req.tenant!, req.params.id);
-    const rows = await req.tenant!.em.find(ConversationTransitionSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' } });
-    res.json({ transitions: rows.map(transitionView) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [rows, total] = await req.tenant!.em.findAndCount(ConversationTransitionSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' }, ...page });
+    res.json({ transitions: rows.map(transitionView), total, ...page });
   });
 
   /** Publishes an operator command and answers with the conversation once the worker applied it. */
@@ -152,9 +206,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
       })();
     });
     try {
-      const subject = names.inboundSubject(partitionOf(conv.integrationId, conv.clientId, config.partitions), tenant.companyId);
       try {
-        await js.publish(subject, JSON.stringify(env), { msgID: `${conv.integrationId}:${idempotencyKey}`, timeout: 5000 });
+        await publisher.publish(env);
       } catch (err) {
         logger.warn({ err, conversationId: conv.id }, 'operator command could not be queued');
         if (holds) await tenant.em.nativeUpdate(ConversationSchema, { id: conv.id, holdRequestedAt: { $ne: null } }, { holdRequestedAt: null }).catch(() => {});
@@ -170,7 +223,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
     }
   }
 
-  for (const action of ['pause', 'resume', 'close'] as const) {
+  for (const action of COMMANDS) {
     router.post(`/conversations/:id/${action}`, auth.any, async (req, res) => {
       await command(req, res, { action, by: req.principal?.kind === 'session' ? req.principal.userId : null });
     });
@@ -188,7 +241,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
     const sub = nc.subscribe(names.conversationEvents(tenant.companyId, conv.id));
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
+      'cache-control': 'no-store, no-transform',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
@@ -217,3 +270,119 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
 
   return router;
 }
+
+const MESSAGE = object(
+  {
+    id: BIG_ID,
+    seq: { type: 'integer', minimum: 1 },
+    role: { type: 'string', enum: ['customer', 'agent', 'operator', 'system'] },
+    kind: { type: 'string', enum: ['message', 'reply', 'handoff_notice'] },
+    text: STRING,
+    externalId: { ...nullable(STRING), description: "The platform's id of the message." },
+    replyToId: nullable(BIG_ID),
+    delivery: { ...nullable({ type: 'string', enum: ['pending', 'sent', 'failed', 'cancelled'] }), description: 'Outbound messages only.' },
+    deliveryError: { ...nullable(STRING), description: 'Why a reply was not delivered.' },
+    sources: { ...nullable(arrayOf(SOURCE)), description: "An agent reply's knowledge sources; null for other messages." },
+    createdAt: TIMESTAMP,
+  },
+  { title: 'Message' },
+);
+const TRANSITION = object(
+  {
+    seq: { type: 'integer', minimum: 1 },
+    at: TIMESTAMP,
+    event: STRING,
+    payload: { type: 'object' },
+    from: { type: ['string', 'object', 'null'] },
+    to: STATE_VALUE,
+    actions: arrayOf({ type: 'object', required: ['type'], properties: { type: STRING, params: {}, effect: STRING } }),
+  },
+  { title: 'Transition' },
+);
+const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], createdAt: EXAMPLE_TIME };
+const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
+const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
+const CONVERSATION_ID = idPathParam('conversation');
+const EXAMPLE_PAGE = { total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 };
+const LIST_FILTERS: readonly ParamDoc[] = [
+  { name: 'status', in: 'query', description: 'Only conversations in this status.', schema: { type: 'string', enum: ['active', 'paused', 'closed'] } },
+  { name: 'integrationId', in: 'query', description: 'Only conversations of this integration.', schema: ID },
+  { name: 'clientId', in: 'query', description: 'Only conversations of this customer (helpdesk client_id or webchat visitor id).', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+  { name: 'from', in: 'query', description: 'Started at or after: a date (2026-03-01, UTC) or an ISO 8601 date-time with its zone.', schema: STRING, example: '2026-03-01' },
+  { name: 'to', in: 'query', description: 'Started at or before: a date (its whole UTC day) or an ISO 8601 date-time with its zone.', schema: STRING, example: '2026-03-31' },
+];
+const QUEUE = 'no worker applied the command within 10 s, or NATS could not take it';
+
+export const conversationRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/machines/conversation', operationId: 'getConversationMachine', tag: 'Conversations', access: 'any',
+    summary: "The conversation state machine's definition (XState v5, as JSON)",
+    responses: {
+      200: {
+        description: 'Its states, events, host actions and full definition.',
+        schema: object({ machine: object({ id: STRING, states: arrayOf(STRING), events: arrayOf(STRING), hostActions: arrayOf(STRING), definition: { type: 'object' } }) }),
+        example: { machine: { id: 'conversation', states: ['active', 'active.idle', 'paused', 'closed'], events: ['customer.message', 'operator.pause'], hostActions: ['agent_reply', 'session_transfer_external', 'session_close', 'lead_stage'], definition: { id: 'conversation' } } },
+      },
+    },
+  },
+  {
+    method: 'GET', path: '/conversations', operationId: 'listConversations', tag: 'Conversations', access: 'any',
+    summary: 'Conversations, most recently updated first, filtered and paged',
+    params: [...LIST_FILTERS, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of conversations.', schema: pageOf('conversations', CONVERSATION), example: { conversations: [EXAMPLE_CONVERSATION], ...EXAMPLE_PAGE } } },
+    errors: { VALIDATION_ERROR: 'a bad filter, limit or offset, or from later than to' },
+  },
+  {
+    method: 'GET', path: '/conversations/:id', operationId: 'getConversation', tag: 'Conversations', access: 'any',
+    summary: 'One conversation, with its full state value and context',
+    params: [CONVERSATION_ID],
+    responses: { 200: { description: 'The conversation.', ...ONE_CONVERSATION } },
+    errors: { NOT_FOUND: 'no such conversation' },
+  },
+  {
+    method: 'GET', path: '/conversations/:id/messages', operationId: 'listConversationMessages', tag: 'Conversations', access: 'any',
+    summary: 'Its messages, oldest first (by seq), paged',
+    params: [CONVERSATION_ID, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of messages.', schema: pageOf('messages', MESSAGE), example: { messages: [EXAMPLE_MESSAGE], ...EXAMPLE_PAGE } } },
+    errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'a bad limit or offset' },
+  },
+  {
+    method: 'GET', path: '/conversations/:id/transitions', operationId: 'listConversationTransitions', tag: 'Conversations', access: 'any',
+    summary: 'Its state-machine transitions, oldest first, paged',
+    params: [CONVERSATION_ID, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of transitions.', schema: pageOf('transitions', TRANSITION), example: { transitions: [EXAMPLE_TRANSITION], ...EXAMPLE_PAGE } } },
+    errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'a bad limit or offset' },
+  },
+  ...COMMANDS.map(
+    (command): RouteDoc => ({
+      method: 'POST', path: `/conversations/:id/${command}`, operationId: `${command}Conversation`, tag: 'Conversations', access: 'any',
+      summary: `Operator command: ${command} the conversation (answers once a worker has applied it)`,
+      params: [CONVERSATION_ID],
+      responses: { 200: { description: 'The conversation after the command.', ...ONE_CONVERSATION } },
+      errors: { NOT_FOUND: 'no such conversation', QUEUE_UNAVAILABLE: QUEUE },
+    }),
+  ),
+  {
+    method: 'POST', path: '/conversations/:id/messages', operationId: 'replyToConversation', tag: 'Conversations', access: 'any',
+    summary: "An operator reply, sent to the customer through the conversation's channel",
+    params: [CONVERSATION_ID],
+    body: { validators: [replyBody], example: { text: 'A colleague will call you back today.' } },
+    responses: { 200: { description: 'The conversation once the reply is recorded.', ...ONE_CONVERSATION } },
+    errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'no text, or over 4096 characters', CONFLICT: 'the conversation is closed', QUEUE_UNAVAILABLE: QUEUE },
+  },
+  {
+    method: 'GET', path: '/conversations/:id/inspect', operationId: 'inspectConversation', tag: 'Conversations', access: 'any',
+    summary: 'Server-Sent Events: the conversation, then every committed transition and message, live',
+    description: 'Events: `conversation` `{"conversation":{…}}` first, then `transition` `{"type","conversationId","transition","conversation"}` and `message` `{"type","conversationId","message"}`; a `: heartbeat` comment every 15 s.',
+    params: [CONVERSATION_ID],
+    responses: {
+      200: {
+        description: 'An endless event stream.',
+        type: 'text/event-stream',
+        schema: STRING,
+        example: 'retry: 3000\n\nevent: conversation\ndata: {"conversation":{"id":1,"status":"active"}}\n\n',
+      },
+    },
+    errors: { NOT_FOUND: 'no such conversation' },
+  },
+];

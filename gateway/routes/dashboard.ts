@@ -1,8 +1,10 @@
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { Router, type Response } from 'express';
+import { contentVersion, IMMUTABLE_CACHE, SAME_ORIGIN_PAGE_DIRECTIVES } from '../http/page-assets.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { STRING } from '../http/schemas.js';
 
 /** The dashboard's static files (web/dashboard): no build step, served as they are. */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dashboard/', import.meta.url));
@@ -12,22 +14,10 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dashboard/', impor
  * sinks (Trusted Types), no framing, no native form submissions (a form submitted before the
  * script ran must not send a password anywhere).
  */
-export const DASHBOARD_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-  "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
-].join('; ');
+export const DASHBOARD_CSP = [...SAME_ORIGIN_PAGE_DIRECTIVES, "require-trusted-types-for 'script'", "trusted-types 'none'"].join('; ');
 
 /** index.html names its assets under this placeholder; it becomes /app/<content hash>. */
 const ASSETS_PLACEHOLDER = '{{ASSETS}}';
-const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 function listFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -35,12 +25,6 @@ function listFiles(dir: string): string[] {
     .sort();
 }
 
-/** A short hash over every file's path and bytes: a new release gets new asset URLs. */
-function versionOf(dir: string): string {
-  const hash = createHash('sha256');
-  for (const file of listFiles(dir)) hash.update(relative(dir, file)).update('\0').update(readFileSync(file)).update('\0');
-  return hash.digest('hex').slice(0, 12);
-}
 
 /**
  * `GET /` → the dashboard document (never cached, strict CSP); `GET /app/<version>/…` → its
@@ -49,7 +33,7 @@ function versionOf(dir: string): string {
  */
 export function dashboardRoutes(options: { dir?: string } = {}): Router {
   const dir = options.dir ?? DASHBOARD_DIR;
-  const version = versionOf(dir);
+  const version = contentVersion(listFiles(dir).map((file) => [relative(dir, file), file] as const));
   const assetBase = `/app/${version}`;
   const html = readFileSync(join(dir, 'index.html'), 'utf8').replaceAll(ASSETS_PLACEHOLDER, assetBase);
 
@@ -69,10 +53,18 @@ export function dashboardRoutes(options: { dir?: string } = {}): Router {
       cacheControl: false,
       setHeaders: (res: Response) => {
         const current = (res.req.params as Record<string, string | undefined>).version === version;
-        res.setHeader('Cache-Control', current ? IMMUTABLE : 'no-cache');
+        res.setHeader('Cache-Control', current ? IMMUTABLE_CACHE : 'no-cache');
         res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
       },
     }),
   );
   return router;
 }
+
+export const dashboardRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/', operationId: 'getDashboard', tag: 'Dashboard', access: 'public',
+    summary: 'The dashboard (a single-page app using only this API); its files are under /app/<version>/',
+    responses: { 200: { description: 'The dashboard document (strict Content-Security-Policy).', type: 'text/html', schema: STRING, example: '<!doctype html><html lang="en">…</html>' } },
+  },
+];

@@ -1,16 +1,58 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import { pingDatabase, type Orm } from '../../lib/db.js';
+import { withinDeadline } from '../../lib/deadline.js';
+import { AppError } from '../../lib/errors.js';
 import { pingNats, type NatsConnection } from '../../lib/nats.js';
+import { replicaReport, type StreamNames } from '../../lib/streams.js';
+import { bearerOf } from '../auth/authenticate.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { COUNT, nullable, object, STRING } from '../http/schemas.js';
 
-export function healthRoutes(deps: { orm: Orm; nc: NatsConnection; registry: Registry }): Router {
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** Compares digests (equal lengths) in constant time: the answer's timing says nothing about the token. */
+function sameToken(given: string | null, expected: Buffer): boolean {
+  return given !== null && timingSafeEqual(digest(given), expected);
+}
+
+/**
+ * `/healthz` and `/readyz` are open (load balancers, orchestrators). `/metrics` is open too
+ * unless METRICS_TOKEN is set; then it takes `Authorization: Bearer <METRICS_TOKEN>`.
+ */
+export interface HealthDeps {
+  orm: Orm;
+  nc: NatsConnection;
+  registry: Registry;
+  metricsToken?: string;
+  names: StreamNames;
+  /** NATS_REPLICAS: what the streams' replication is checked against. */
+  natsReplicas: number;
+}
+
+/** A deadline for the replica report (it asks JetStream about two streams). */
+const REPLICA_REPORT_MS = 2000;
+
+export function healthRoutes(deps: HealthDeps): Router {
+  const metricsToken = deps.metricsToken === undefined ? null : digest(deps.metricsToken);
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
+  /**
+   * Ready when PostgreSQL and NATS answer. The detail also says how the streams are
+   * replicated (`natsReplicas`: expected NATS_REPLICAS, per stream replicas configured and
+   * current, and the leader): a stream with fewer current replicas than NATS_REPLICAS is
+   * `degraded` (it still works; one more node lost may stop it), not unready.
+   */
   router.get('/readyz', async (_req, res) => {
     const [postgres, nats] = await Promise.all([pingDatabase(deps.orm), pingNats(deps.nc)]);
-    const checks = { postgres: postgres ? 'ok' : 'unreachable', nats: nats ? 'ok' : 'unreachable' };
+    const checks: Record<string, unknown> = { postgres: postgres ? 'ok' : 'unreachable', nats: nats ? 'ok' : 'unreachable' };
+    if (nats) {
+      const report = await withinDeadline(replicaReport(deps.nc, deps.names, deps.natsReplicas), REPLICA_REPORT_MS).catch(() => null);
+      checks.natsReplicas = report ? { status: report.ok ? 'ok' : 'degraded', expected: report.expected, streams: report.streams } : { status: 'unknown', expected: deps.natsReplicas };
+    }
     if (postgres && nats) {
       res.json({ ok: true, checks });
       return;
@@ -18,9 +60,60 @@ export function healthRoutes(deps: { orm: Orm; nc: NatsConnection; registry: Reg
     const down = [!postgres && 'PostgreSQL', !nats && 'NATS'].filter(Boolean).join(' and ');
     res.status(503).json({ ok: false, checks, error: { code: 'NOT_READY', message: `${down} not reachable.` } });
   });
-  router.get('/metrics', async (_req, res) => {
+  router.get('/metrics', async (req, res) => {
+    if (metricsToken && !sameToken(bearerOf(req), metricsToken)) throw new AppError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
     res.setHeader('Content-Type', deps.registry.contentType);
     res.send(await deps.registry.metrics());
   });
   return router;
 }
+
+const REACHABLE = { type: 'string', enum: ['ok', 'unreachable'] };
+const CHECKS = object(
+  {
+    postgres: REACHABLE,
+    nats: REACHABLE,
+    natsReplicas: object(
+      {
+        status: { type: 'string', enum: ['ok', 'degraded', 'unknown'] },
+        expected: { type: 'integer', minimum: 1, description: 'NATS_REPLICAS' },
+        streams: { type: 'object', additionalProperties: object({ replicas: COUNT, current: COUNT, leader: nullable(STRING) }) },
+      },
+      { optional: ['streams'] },
+    ),
+  },
+  { title: 'ReadinessChecks', optional: ['natsReplicas'] },
+);
+const EXAMPLE_CHECKS = { postgres: 'ok', nats: 'ok', natsReplicas: { status: 'ok', expected: 1, streams: { mas_inbound: { replicas: 1, current: 1, leader: 'nats-1' } } } };
+
+export const healthRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/healthz', operationId: 'healthz', tag: 'Health', access: 'public',
+    summary: 'The process is alive',
+    responses: { 200: { description: 'Alive.', schema: object({ ok: { const: true } }), example: { ok: true } } },
+  },
+  {
+    method: 'GET', path: '/readyz', operationId: 'readyz', tag: 'Health', access: 'public',
+    summary: 'PostgreSQL and NATS answer (and how the streams are replicated)',
+    responses: {
+      200: { description: 'Ready; `natsReplicas.status` `degraded` means a stream has fewer current replicas than NATS_REPLICAS.', schema: object({ ok: { const: true }, checks: CHECKS }), example: { ok: true, checks: EXAMPLE_CHECKS } },
+      503: {
+        description: 'Not ready: `NOT_READY` naming what is unreachable.',
+        schema: object({ ok: { const: false }, checks: CHECKS, error: object({ code: { const: 'NOT_READY' }, message: STRING }) }),
+        example: { ok: false, checks: { postgres: 'unreachable', nats: 'ok', natsReplicas: { status: 'ok', expected: 1 } }, error: { code: 'NOT_READY', message: 'PostgreSQL not reachable.' } },
+      },
+    },
+  },
+  {
+    method: 'GET', path: '/metrics', operationId: 'metrics', tag: 'Health', access: 'metrics',
+    summary: 'Prometheus metrics: request durations by method, route pattern and status; process metrics',
+    responses: {
+      200: {
+        description: 'Prometheus text exposition.',
+        type: 'text/plain',
+        schema: STRING,
+        example: '# HELP http_request_duration_seconds Duration of HTTP requests\n# TYPE http_request_duration_seconds histogram\nhttp_request_duration_seconds_count{method="GET",route="/api/agents",status="200"} 3\n',
+      },
+    },
+  },
+];

@@ -1,21 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import { Router } from 'express';
 import type { Config } from '../../lib/config.js';
+import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
+import { guardForUrl } from '../../lib/address-guard.js';
 import { HelpdeskClient } from '../../lib/helpdesk-client.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { bodyValidator, idParam } from '../http/validate.js';
-import { probeRegion, regionOfUrl, regionUrl, registerHelpdeskWebhook, upstreamText, type HelpdeskRegion } from '../integrations/helpdesk-account.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
+import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
+import { probeRegion, regionOfUrl, regionUrl, registerHelpdeskWebhook, upstreamText, WebhookRegistrationError, type HelpdeskRegion } from '../integrations/helpdesk-account.js';
+import { activityOf, readWebhookActivity, SIGNATURE_FAILURE_TEXT, webhookStatusOf, type WebhookActivityView } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 
 /**
- * Integrations (contract.md § Integrations): CRUD, secret rotation, helpdesk region choice
- * and webhook registration. The webhook secret is shown only by create and rotate-secret;
- * the helpdesk token is write-only. Every change is announced so every gateway's webhook
- * cache drops the integration.
+ * Integrations (contract.md § Integrations, § Chat2Desk as it is): CRUD, secret rotation,
+ * helpdesk region choice and webhook registration. The webhook secret is shown only by
+ * create and rotate-secret; a secret the helpdesk issued can be set (`PATCH {webhookSecret}`,
+ * write-only); the helpdesk token is write-only. Every view says how its webhooks fare
+ * (`lastWebhookAt`, `signatureFailuresLastHour`, `lastSignatureFailure`, `webhookStatus`),
+ * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
+ * every gateway's webhook cache drops the integration.
  */
 interface IntegrationInput {
   name?: string;
@@ -25,6 +33,7 @@ interface IntegrationInput {
   apiToken?: string | null;
   region?: HelpdeskRegion;
   allowedOrigins?: string[];
+  webhookSecret?: string;
 }
 
 const properties = {
@@ -37,17 +46,24 @@ const properties = {
   allowedOrigins: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 500 } },
 };
 const createBody = bodyValidator<IntegrationInput & { type: IntegrationType; name: string; agentId: number }>({
+  title: 'IntegrationCreate',
   type: 'object',
   additionalProperties: false,
   required: ['type', 'name', 'agentId'],
   properties: { type: { type: 'string', enum: ['helpdesk', 'webchat'] }, ...properties },
 });
-const patchBody = bodyValidator<IntegrationInput>({ type: 'object', additionalProperties: false, properties });
+const patchBody = bodyValidator<IntegrationInput>({
+  title: 'IntegrationPatch',
+  type: 'object',
+  additionalProperties: false,
+  // A secret the helpdesk issued, used as it was copied (the HMAC key is its UTF-8 bytes).
+  properties: { ...properties, webhookSecret: { type: 'string', minLength: 16, maxLength: 512, pattern: '^\\S+$' } },
+});
 
 /** 32 random bytes as hex: the shared secret senders key their HMAC with. */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
 
-const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region'] as const;
+const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region', 'webhookSecret'] as const;
 const WEBCHAT_ONLY = ['allowedOrigins'] as const;
 
 function checkFieldsFitType(type: IntegrationType, body: IntegrationInput): void {
@@ -67,21 +83,32 @@ async function checkAgent(tenant: TenantScope, agentId: number | undefined): Pro
 
 const normaliseOrigins = (origins: string[]): string[] => [...new Set(origins.map((o) => new URL(o).origin))];
 
+/** A helpdesk integration with an apiUrl needs its token: replies are sent and the webhook registered with it. */
+function checkTokenWithUrl(apiUrl: string | null, hasToken: boolean): void {
+  if (apiUrl !== null && !hasToken) {
+    throw new AppError('VALIDATION_ERROR', 'Set the helpdesk apiToken together with apiUrl (or region): without it no reply can be sent and the webhook cannot be registered.', {
+      details: [{ field: 'apiToken', message: 'is required when apiUrl is set (or send apiUrl: null to clear it)' }],
+    });
+  }
+}
+
 export interface IntegrationRoutesDeps {
   auth: Authenticator;
   config: Config;
   box: SecretBox;
   cache: IntegrationCache;
+  /** Reads the webhook activity the gateways recorded. */
+  sql: SqlPool;
   /** Clock of secret grace periods (the webhook verifier uses the same one). */
   now: () => number;
 }
 
-export function integrationRoutes({ auth, config, box, cache, now }: IntegrationRoutesDeps): Router {
+export function integrationRoutes({ auth, config, box, cache, sql, now }: IntegrationRoutesDeps): Router {
   const router = Router();
   router.use(auth.any);
 
   const webhookUrl = (i: Integration) => `${config.publicBaseUrl}/api/webhook/${i.type}/${i.id}`;
-  const view = (i: Integration) => ({
+  const view = (i: Integration, activity: WebhookActivityView) => ({
     id: i.id,
     type: i.type,
     name: i.name,
@@ -92,11 +119,27 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     hasApiToken: i.apiTokenSealed !== null,
     allowedOrigins: i.allowedOrigins,
     webhookUrl: webhookUrl(i),
-    webhookStatus: i.webhookStatus,
+    webhookStatus: i.type === 'helpdesk' ? webhookStatusOf(i.webhookStatus === 'ok', activity, now()) : i.webhookStatus,
     webhookRegisteredAt: i.webhookRegisteredAt ? i.webhookRegisteredAt.toISOString() : null,
+    lastWebhookAt: activity.lastWebhookAt,
+    signatureFailuresLastHour: activity.signatureFailuresLastHour,
+    lastSignatureFailure: activity.lastSignatureFailure,
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
   });
+  /** The views of some of a company's integrations, with their webhook activity (one query). */
+  const views = async (tenant: TenantScope, rows: Integration[]) => {
+    const activity = await readWebhookActivity(sql, tenant.companyId, rows.map((i) => i.id), now());
+    return rows.map((i) => view(i, activityOf(activity, i.id)));
+  };
+  const viewOne = async (tenant: TenantScope, i: Integration) => (await views(tenant, [i]))[0]!;
+
+  /** The new secret verifies from now on; the one it replaces keeps verifying for the grace period. */
+  const replaceSecret = (integration: Integration, secret: string) => {
+    integration.previousSecretSealed = integration.webhookSecretSealed;
+    integration.previousSecretExpiresAt = new Date(now() + config.secretGraceSeconds * 1000);
+    integration.webhookSecretSealed = box.seal(secret);
+  };
 
   /**
    * Where the helpdesk account lives. An explicit apiUrl wins; else `region` forces an
@@ -105,12 +148,14 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
   async function resolveApiUrl(body: IntegrationInput, token: string | null, currentUrl: string | null): Promise<{ apiUrl: string | null; region: HelpdeskRegion | null } | undefined> {
     if (body.apiUrl !== undefined && body.apiUrl !== null) {
       const apiUrl = body.apiUrl.replace(/\/+$/, '');
+      await assertTenantUrl(config, 'apiUrl', apiUrl);
       return { apiUrl, region: body.region ?? regionOfUrl(config, apiUrl) };
     }
     if (body.region) return { apiUrl: regionUrl(config, body.region), region: body.region };
-    const url = body.apiUrl === null ? null : currentUrl;
-    if (url === null && token) return probeRegion(config, token);
-    return body.apiUrl === null ? { apiUrl: null, region: null } : undefined;
+    // An explicit null clears it (the stored token is kept, and not used to find an instance again).
+    if (body.apiUrl === null) return { apiUrl: null, region: null };
+    if (currentUrl === null && token) return probeRegion(config, token);
+    return undefined;
   }
 
   const load = async (tenant: TenantScope, rawId: unknown, withSecret = false): Promise<Integration> => {
@@ -122,7 +167,7 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
 
   router.get('/', async (req, res) => {
     const rows = await req.tenant!.em.find(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'] });
-    res.json({ integrations: rows.map(view) });
+    res.json({ integrations: await views(req.tenant!, rows) });
   });
 
   router.post('/', async (req, res) => {
@@ -132,6 +177,7 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     await checkAgent(tenant, body.agentId);
     const token = body.apiToken ?? null;
     const where = body.type === 'helpdesk' ? await resolveApiUrl(body, token, null) : undefined;
+    checkTokenWithUrl(where?.apiUrl ?? null, token !== null);
     const secret = newWebhookSecret();
     const at = new Date();
     const integration = tenant.em.create(IntegrationSchema, {
@@ -155,16 +201,16 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     } as never);
     await tenant.em.flush();
     cache.announce(integration.id);
-    res.status(201).json({ integration: { ...view(integration), webhookSecret: secret } });
+    res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
   });
 
   router.get('/:id', async (req, res) => {
-    res.json({ integration: view(await load(req.tenant!, req.params.id)) });
+    res.json({ integration: await viewOne(req.tenant!, await load(req.tenant!, req.params.id)) });
   });
 
   router.patch('/:id', async (req, res) => {
     const tenant = req.tenant!;
-    const integration = await load(tenant, req.params.id);
+    const integration = await load(tenant, req.params.id, true);
     const body = patchBody(req.body);
     checkFieldsFitType(integration.type, body);
     await checkAgent(tenant, body.agentId);
@@ -174,6 +220,12 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
       const storedToken = () => (integration.apiTokenSealed ? box.open(integration.apiTokenSealed) : null);
       const where = asks ? await resolveApiUrl(body, body.apiToken !== undefined ? body.apiToken : storedToken(), integration.apiUrl) : undefined;
       if (where) {
+        // A stolen API token must not steer the stored helpdesk token to a listener of its choice.
+        if (where.apiUrl !== integration.apiUrl && where.apiUrl !== null && integration.apiTokenSealed && body.apiToken === undefined) {
+          throw new AppError('VALIDATION_ERROR', 'Send the helpdesk apiToken again to change where it is used.', {
+            details: [{ field: 'apiToken', message: 'is required when apiUrl or region changes (the stored token is never sent to a new address)' }],
+          });
+        }
         if (where.apiUrl !== integration.apiUrl) {
           // Another account or instance: the old registration says nothing about this one.
           integration.webhookStatus = 'pending';
@@ -184,6 +236,9 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
         integration.region = where.region;
       }
       if (body.apiToken !== undefined) integration.apiTokenSealed = body.apiToken === null ? null : box.seal(body.apiToken);
+      if (asks || body.apiToken !== undefined) checkTokenWithUrl(integration.apiUrl, integration.apiTokenSealed !== null);
+      // The secret the helpdesk signs with (Chat2Desk issues its own): write-only, the old one in grace.
+      if (body.webhookSecret !== undefined && body.webhookSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.webhookSecret);
     }
     if (body.name !== undefined) integration.name = body.name.trim();
     if (body.agentId !== undefined) integration.agentId = body.agentId;
@@ -192,7 +247,7 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     integration.updatedAt = new Date();
     await tenant.em.flush();
     cache.announce(integration.id);
-    res.json({ integration: view(integration) });
+    res.json({ integration: await viewOne(tenant, integration) });
   });
 
   router.delete('/:id', async (req, res) => {
@@ -207,13 +262,11 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     const tenant = req.tenant!;
     const integration = await load(tenant, req.params.id, true);
     const secret = newWebhookSecret();
-    integration.previousSecretSealed = integration.webhookSecretSealed;
-    integration.previousSecretExpiresAt = new Date(now() + config.secretGraceSeconds * 1000);
-    integration.webhookSecretSealed = box.seal(secret);
+    replaceSecret(integration, secret);
     integration.updatedAt = new Date();
     await tenant.em.flush();
     cache.announce(integration.id);
-    res.json({ integration: { ...view(integration), webhookSecret: secret } });
+    res.json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
   });
 
   router.post('/:id/register-webhook', async (req, res) => {
@@ -230,13 +283,19 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
     const token = box.open(integration.apiTokenSealed);
     let remoteId: string;
     try {
-      remoteId = await registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token), {
+      remoteId = await registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token, { guard: guardForUrl(config, integration.apiUrl) }), {
         url: webhookUrl(integration),
         name: `mas-integration-${integration.id}`,
         knownRemoteId: integration.webhookRemoteId,
       });
     } catch (err) {
-      throw new AppError('UPSTREAM_ERROR', `The helpdesk did not register the webhook: ${upstreamText(err, token)}`);
+      if (err instanceof WebhookRegistrationError && integration.webhookStatus === 'ok') {
+        // The helpdesk shows it is not delivering to us: the badge must not say OK any more.
+        integration.webhookStatus = 'pending';
+        integration.updatedAt = new Date();
+        await tenant.em.flush();
+      }
+      throw new AppError('UPSTREAM_ERROR', `The helpdesk did not register the webhook: ${upstreamText(err)}.`);
     }
     const at = new Date();
     integration.webhookStatus = 'ok';
@@ -250,3 +309,115 @@ export function integrationRoutes({ auth, config, box, cache, now }: Integration
 
   return router;
 }
+
+const INTEGRATION_PROPERTIES = {
+  id: ID,
+  type: { type: 'string', enum: ['helpdesk', 'webchat'] },
+  name: STRING,
+  agentId: nullable(ID),
+  active: BOOLEAN,
+  apiUrl: { ...nullable(STRING), description: 'The helpdesk instance (helpdesk only).' },
+  region: nullable({ type: 'string', enum: ['global', 'europe'] }),
+  hasApiToken: { ...BOOLEAN, description: 'Whether a helpdesk token is stored (it is write-only).' },
+  allowedOrigins: { ...arrayOf(STRING), description: 'Webchat: the pages that may open the chat; empty: any.' },
+  webhookUrl: { type: 'string', description: 'PUBLIC_BASE_URL/api/webhook/{type}/{id}' },
+  webhookStatus: { type: 'string', enum: ['pending', 'ok', 'failing'] },
+  webhookRegisteredAt: nullable(TIMESTAMP),
+  lastWebhookAt: { ...nullable(TIMESTAMP), description: 'When the last webhook with a valid signature arrived.' },
+  signatureFailuresLastHour: COUNT,
+  lastSignatureFailure: nullable(object({ at: TIMESTAMP, reason: { type: 'string', enum: Object.keys(SIGNATURE_FAILURE_TEXT) }, message: STRING })),
+  createdAt: TIMESTAMP,
+  updatedAt: TIMESTAMP,
+};
+const INTEGRATION = object(INTEGRATION_PROPERTIES, { title: 'Integration' });
+const WITH_SECRET = object({ ...INTEGRATION_PROPERTIES, webhookSecret: { type: 'string', description: 'The webhook secret (HMAC key): shown by create and rotate-secret only.' } }, { title: 'IntegrationWithSecret' });
+const EXAMPLE_INTEGRATION = {
+  id: 1,
+  type: 'helpdesk',
+  name: 'Chat2Desk',
+  agentId: 1,
+  active: true,
+  apiUrl: 'https://api.chat2desk.com',
+  region: 'global',
+  hasApiToken: true,
+  allowedOrigins: [],
+  webhookUrl: 'https://bot.example.com/api/webhook/helpdesk/1',
+  webhookStatus: 'pending',
+  webhookRegisteredAt: null,
+  lastWebhookAt: null,
+  signatureFailuresLastHour: 0,
+  lastSignatureFailure: null,
+  createdAt: EXAMPLE_TIME,
+  updatedAt: EXAMPLE_TIME,
+};
+const EXAMPLE_SECRET = '4f3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e';
+const ONE_INTEGRATION = { schema: object({ integration: INTEGRATION }), example: { integration: EXAMPLE_INTEGRATION } };
+const ONE_WITH_SECRET = { schema: object({ integration: WITH_SECRET }), example: { integration: { ...EXAMPLE_INTEGRATION, webhookSecret: EXAMPLE_SECRET } } };
+const INTEGRATION_ID = idPathParam('integration');
+const BAD_INTEGRATION = "a bad field, a field the type does not use, an unknown agentId, an apiUrl at a private address, an apiUrl without apiToken, a token neither helpdesk instance accepts, or a new apiUrl or region without the apiToken";
+const PROBE_FAILED = 'the helpdesk instances could not be asked whether they know the token';
+const NO_INTEGRATION = 'no such integration';
+
+export const integrationRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/', operationId: 'listIntegrations', tag: 'Integrations', access: 'any',
+    summary: "The company's integrations (never their secrets or tokens)",
+    responses: { 200: { description: 'Every integration, oldest first, with how its webhooks fare.', schema: object({ integrations: arrayOf(INTEGRATION) }), example: { integrations: [EXAMPLE_INTEGRATION] } } },
+  },
+  {
+    method: 'POST', path: '/', operationId: 'createIntegration', tag: 'Integrations', access: 'any',
+    summary: 'Create a helpdesk (Chat2Desk) or webchat integration; its webhook secret is shown in this answer',
+    description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
+    body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
+    responses: { 201: { description: 'The new integration with its `webhookSecret`.', ...ONE_WITH_SECRET } },
+    errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
+  },
+  {
+    method: 'GET', path: '/:id', operationId: 'getIntegration', tag: 'Integrations', access: 'any',
+    summary: 'One integration',
+    params: [INTEGRATION_ID],
+    responses: { 200: { description: 'The integration.', ...ONE_INTEGRATION } },
+    errors: { NOT_FOUND: NO_INTEGRATION },
+  },
+  {
+    method: 'PATCH', path: '/:id', operationId: 'updateIntegration', tag: 'Integrations', access: 'any',
+    summary: 'Change an integration (only the fields sent)',
+    description: '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued (write-only; the previous one verifies through the grace period).',
+    params: [INTEGRATION_ID],
+    body: { validators: [patchBody], example: { active: false } },
+    responses: { 200: { description: 'The integration as it is now.', ...ONE_INTEGRATION } },
+    errors: { NOT_FOUND: NO_INTEGRATION, VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
+  },
+  {
+    method: 'DELETE', path: '/:id', operationId: 'deleteIntegration', tag: 'Integrations', access: 'any',
+    summary: 'Delete an integration',
+    params: [INTEGRATION_ID],
+    responses: { 204: { description: 'Deleted.' } },
+    errors: { NOT_FOUND: NO_INTEGRATION },
+  },
+  {
+    method: 'POST', path: '/:id/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Integrations', access: 'any',
+    summary: 'A new webhook secret (shown once); the previous one keeps verifying for SECRET_GRACE_SECONDS',
+    params: [INTEGRATION_ID],
+    responses: { 200: { description: 'The integration with its new `webhookSecret`.', ...ONE_WITH_SECRET } },
+    errors: { NOT_FOUND: NO_INTEGRATION },
+  },
+  {
+    method: 'POST', path: '/:id/register-webhook', operationId: 'registerWebhook', tag: 'Integrations', access: 'any',
+    summary: "Register (or re-register) the webhook at the helpdesk, with events inbox, close_dialog, close_request, dialog_transferred",
+    params: [INTEGRATION_ID],
+    responses: {
+      200: {
+        description: 'Registered; `webhookStatus` becomes `ok`.',
+        schema: object({ ok: { const: true }, webhookRegisteredAt: TIMESTAMP }),
+        example: { ok: true, webhookRegisteredAt: EXAMPLE_TIME },
+      },
+    },
+    errors: {
+      NOT_FOUND: NO_INTEGRATION,
+      not_supported: 'the integration has no apiUrl (or is a webchat one)',
+      VALIDATION_ERROR: 'no helpdesk apiToken is set',
+      UPSTREAM_ERROR: 'the helpdesk refused or could not be reached (the message says which status came back)',
+    },
+  },
+];

@@ -1,14 +1,32 @@
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router, type Request, type RequestHandler } from 'express';
+import type { Config } from '../../lib/config.js';
+import { query, type SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
-import { MAX_SEARCH_LIMIT, searchKnowledge } from '../../lib/knowledge.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../../lib/knowledge/search.js';
+import { embeddingModelOf, searchKnowledge, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
+import { removeChunks, type Exec } from '../../lib/knowledge/store.js';
+import type { VectorIndex } from '../../lib/knowledge/vectors.js';
+import type { Logger } from '../../lib/logger.js';
+import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
-import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
+import { storable } from '../../lib/text.js';
+import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type DocumentSource, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { bodyValidator, idParam } from '../http/validate.js';
+import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
+import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
+import { ExtractionError, extractDocument, formatOf, type DocumentFormat } from '../knowledge/extract.js';
+import type { KnowledgeIngestor } from '../knowledge/ingestor.js';
+import { readUpload, UPLOAD_FORM_SCHEMA } from '../knowledge/upload.js';
 
-/** A document's content may be up to this many UTF-8 bytes. */
+/** A JSON document's content may be up to this many UTF-8 bytes. */
 export const MAX_DOCUMENT_BYTES = 1_000_000;
+/** An uploaded file may be up to this many bytes. */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 export const MAX_QUERY_LENGTH = 1000;
+/** Documents up to this size are indexed before the answer (201 `ready`), unless the base embeds; larger ones in the background. */
+export const INLINE_MAX_BYTES = 256 * 1024;
 
 /**
  * The API-wide JSON limit is 1 MB; a document of up to MAX_DOCUMENT_BYTES plus its JSON
@@ -18,62 +36,177 @@ export const MAX_QUERY_LENGTH = 1000;
 export const knowledgeBodyParser: RequestHandler = express.json({ limit: '2mb', type: ['application/json', 'application/*+json'] });
 
 const nameProperty = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' };
-const createBaseBody = bodyValidator<{ name: string }>({ type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameProperty } });
-const patchBaseBody = bodyValidator<{ name?: string }>({ type: 'object', additionalProperties: false, properties: { name: nameProperty } });
-const createDocumentBody = bodyValidator<{ title: string; content: string }>({
+const embeddingProperty = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  required: ['baseUrl', 'name'],
+  properties: {
+    baseUrl: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000 },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    apiKey: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
+  },
+};
+const languageProperty = { type: 'string', minLength: 1, maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_.]*$' };
+
+interface EmbeddingInput {
+  baseUrl: string;
+  name: string;
+  apiKey?: string | null;
+}
+interface BaseInput {
+  name?: string;
+  language?: string;
+  embedding?: EmbeddingInput | null;
+}
+
+const createBaseBody = bodyValidator<BaseInput & { name: string }>({
+  title: 'KnowledgeBaseCreate',
+  type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty },
+});
+const patchBaseBody = bodyValidator<BaseInput>({ title: 'KnowledgeBasePatch', type: 'object', additionalProperties: false, properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty } });
+const textDocumentBody = bodyValidator<{ title: string; content: string; format?: 'text' | 'markdown' | 'html' }>({
+  title: 'TextDocument',
   type: 'object',
   additionalProperties: false,
   required: ['title', 'content'],
   properties: {
     title: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
     content: { type: 'string', minLength: 1, maxLength: MAX_DOCUMENT_BYTES, pattern: '\\S' },
+    format: { type: 'string', enum: ['text', 'markdown', 'html'] },
+  },
+});
+const urlDocumentBody = bodyValidator<{ url: string; title?: string }>({
+  title: 'PageDocument',
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: {
+    url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2000 },
+    title: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
   },
 });
 
-export const knowledgeBaseView = (kb: KnowledgeBase) => ({ id: kb.id, name: kb.name, createdAt: kb.createdAt.toISOString() });
-export const documentView = (d: KnowledgeDocument) => ({ id: d.id, title: d.title, content: d.content, createdAt: d.createdAt.toISOString() });
+export const knowledgeBaseView = (kb: KnowledgeBase) => ({
+  id: kb.id,
+  name: kb.name,
+  language: kb.language,
+  embedding: kb.embeddingBaseUrl
+    ? { baseUrl: kb.embeddingBaseUrl, name: kb.embeddingModel, hasApiKey: kb.embeddingApiKeySealed !== null, dimensions: kb.embeddingDimensions }
+    : null,
+  chunks: kb.chunkCount,
+  createdAt: kb.createdAt.toISOString(),
+  updatedAt: kb.updatedAt.toISOString(),
+});
 
-function contentError(message: string): AppError {
-  return new AppError('VALIDATION_ERROR', `Invalid content: ${message}.`, { details: [{ field: 'content', message }] });
-}
+export const documentView = (d: KnowledgeDocument) => ({
+  id: d.id,
+  title: d.title,
+  source: d.source,
+  status: d.status,
+  progress: d.progress,
+  error: d.error,
+  chunks: d.chunkCount,
+  createdAt: d.createdAt.toISOString(),
+  updatedAt: d.updatedAt.toISOString(),
+});
 
-function queryParams(query: Record<string, unknown>): { q: string; limit: number | undefined } {
+const invalid = (field: string, message: string) => new AppError('VALIDATION_ERROR', `Invalid ${field}: ${message}.`, { details: [{ field, message }] });
+
+function searchParams(q: Record<string, unknown>): { q: string; limit: number | undefined } {
   const details = [];
-  const q = query.q;
-  if (typeof q !== 'string' || !q.trim()) details.push({ field: 'q', message: 'is required' });
-  else if (q.length > MAX_QUERY_LENGTH) details.push({ field: 'q', message: `must be at most ${MAX_QUERY_LENGTH} characters` });
+  if (typeof q.q !== 'string' || !q.q.trim()) details.push({ field: 'q', message: 'is required' });
+  else if (q.q.length > MAX_QUERY_LENGTH) details.push({ field: 'q', message: `must be at most ${MAX_QUERY_LENGTH} characters` });
   let limit: number | undefined;
-  if (query.limit !== undefined) {
-    const raw = query.limit;
-    limit = typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (q.limit !== undefined) {
+    limit = typeof q.limit === 'string' && /^\d{1,3}$/.test(q.limit) ? Number(q.limit) : NaN;
     if (!(limit >= 1 && limit <= MAX_SEARCH_LIMIT)) details.push({ field: 'limit', message: `must be an integer from 1 to ${MAX_SEARCH_LIMIT}` });
   }
   if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
-  return { q: q as string, limit };
+  return { q: q.q as string, limit };
 }
 
-/** PostgreSQL refuses a tsvector over 1 MB (a huge document of mostly distinct words). */
-const isTsvectorTooLong = (err: unknown) => (err as { code?: string }).code === '54000' || /too long for tsvector/i.test(String((err as Error)?.message));
+export interface KnowledgeRouteDeps {
+  auth: Authenticator;
+  config: Config;
+  sql: SqlPool;
+  secrets: SecretBox;
+  vectors: VectorIndex;
+  ingestor: KnowledgeIngestor;
+  logger: Logger;
+}
 
-export function knowledgeRoutes(auth: Authenticator): Router {
+export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
+  const { auth, config, sql, secrets, ingestor } = deps;
   const router = Router();
   router.use(auth.any);
 
   const loadBase = async (tenant: TenantScope, rawId: unknown) => {
-    const kb = await tenant.em.findOne(KnowledgeBaseSchema, { id: idParam(rawId, 'Knowledge base') });
+    const kb = await tenant.em.findOne(KnowledgeBaseSchema, { id: idParam(rawId, 'Knowledge base') }, { populate: ['embeddingApiKeySealed'] });
     if (!kb) throw notFound('Knowledge base');
     return kb;
   };
+  const loadDocument = async (tenant: TenantScope, kb: KnowledgeBase, rawId: unknown, withContent = false) => {
+    const doc = await tenant.em.findOne(KnowledgeDocumentSchema, { id: idParam(rawId, 'Document'), knowledgeBaseId: kb.id }, withContent ? { populate: ['content'] } : {});
+    if (!doc) throw notFound('Document');
+    return doc;
+  };
+
+  async function checkLanguage(language: string | undefined): Promise<void> {
+    if (language === undefined) return;
+    const found = await query(sql, 'kb_language', `select 1 from pg_ts_config where cfgname = $1`, [language]);
+    if (!found.length) throw invalid('language', 'is not a text-search configuration of this database (e.g. simple, english, russian, german)');
+  }
+
+  /** Applies an embedding model change; true when the base's chunks must be embedded again. */
+  async function applyEmbedding(kb: KnowledgeBase, input: EmbeddingInput | null | undefined): Promise<boolean> {
+    if (input === undefined) return false;
+    if (input === null) {
+      const had = kb.embeddingBaseUrl !== null;
+      Object.assign(kb, { embeddingBaseUrl: null, embeddingModel: null, embeddingApiKeySealed: null, embeddingDimensions: null });
+      return had;
+    }
+    if (input.baseUrl !== kb.embeddingBaseUrl) {
+      await assertTenantUrl(config, 'embedding.baseUrl', input.baseUrl);
+      // A stolen API token must not steer the stored key to a listener of its choice.
+      if (kb.embeddingApiKeySealed !== null && input.apiKey === undefined) {
+        throw invalid('embedding.apiKey', 'is required when embedding.baseUrl changes (the stored key is never sent to a new address)');
+      }
+    }
+    const changed = input.baseUrl !== kb.embeddingBaseUrl || input.name !== kb.embeddingModel;
+    kb.embeddingBaseUrl = input.baseUrl;
+    kb.embeddingModel = input.name;
+    if (input.apiKey !== undefined) kb.embeddingApiKeySealed = input.apiKey === null ? null : secrets.seal(input.apiKey);
+    if (changed) kb.embeddingDimensions = null;
+    return changed;
+  }
+
+  /** Every document with content is indexed again (a new language or embedding model), in the background. */
+  async function reindex(tenant: TenantScope, kb: KnowledgeBase): Promise<void> {
+    const rows = await query<{ id: number }>(
+      sql,
+      'kb_reindex',
+      `update knowledge_documents set status = 'processing', progress = 0, error = null, attempts = 0, lease_until = null, updated_at = now()
+       where knowledge_base_id = $1 and company_id = $2 and content is not null returning id`,
+      [kb.id, tenant.companyId],
+    );
+    for (const r of rows) ingestor.enqueue(r.id);
+  }
 
   router.get('/', async (req, res) => {
-    const bases = await req.tenant!.em.find(KnowledgeBaseSchema, {}, { orderBy: { id: 'asc' } });
+    const bases = await req.tenant!.em.find(KnowledgeBaseSchema, {}, { orderBy: { id: 'asc' }, populate: ['embeddingApiKeySealed'] });
     res.json({ knowledgeBases: bases.map(knowledgeBaseView) });
   });
 
   router.post('/', async (req, res) => {
     const body = createBaseBody(req.body);
     const tenant = req.tenant!;
-    const kb = tenant.em.create(KnowledgeBaseSchema, { companyId: tenant.companyId, name: body.name.trim(), createdAt: new Date() });
+    await checkLanguage(body.language);
+    const now = new Date();
+    const kb = tenant.em.create(KnowledgeBaseSchema, {
+      companyId: tenant.companyId, name: body.name.trim(), language: body.language ?? 'simple', embeddingBaseUrl: null, embeddingModel: null,
+      embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', createdAt: now, updatedAt: now,
+    });
+    await applyEmbedding(kb, body.embedding);
     await tenant.em.flush();
     res.status(201).json({ knowledgeBase: knowledgeBaseView(kb) });
   });
@@ -86,31 +219,91 @@ export function knowledgeRoutes(auth: Authenticator): Router {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
     const body = patchBaseBody(req.body);
+    await checkLanguage(body.language);
     if (body.name !== undefined) kb.name = body.name.trim();
+    let again = await applyEmbedding(kb, body.embedding);
+    if (body.language !== undefined && body.language !== kb.language) {
+      kb.language = body.language;
+      again = true;
+    }
+    kb.updatedAt = new Date();
     await tenant.em.flush();
+    if (again) await reindex(tenant, kb);
     res.json({ knowledgeBase: knowledgeBaseView(kb) });
   });
 
-  /** Its documents go with it (on delete cascade); agents that used it keep working without one. */
+  /** Its documents, chunks and terms go with it (on delete cascade); agents that used it keep working without one. */
   router.delete('/:id', async (req, res) => {
     const n = await req.tenant!.em.nativeDelete(KnowledgeBaseSchema, { id: idParam(req.params.id, 'Knowledge base') });
     if (n === 0) throw notFound('Knowledge base');
     res.status(204).end();
   });
 
+  /** The new document (its lease already held when it is indexed now), then indexed now or queued. */
+  async function addDocument(
+    req: Request,
+    kb: KnowledgeBase,
+    d: { title: string; source: DocumentSource; content: string | null; format: string; raw: Buffer | null; inline: boolean },
+  ): Promise<KnowledgeDocument> {
+    const tenant = req.tenant!;
+    const inline = d.inline && kb.embeddingBaseUrl === null;
+    const [row] = await query<{ id: number }>(
+      sql,
+      'kb_document_insert',
+      `insert into knowledge_documents (company_id, knowledge_base_id, title, content, format, source, status, progress, raw, attempts, lease_until)
+       values ($1, $2, $3, $4, $5, $6::jsonb, 'processing', 0, $7, $8, case when $8 > 0 then now() + interval '1 minute' end) returning id`,
+      [tenant.companyId, kb.id, d.title, d.content, d.format, JSON.stringify(d.source), d.raw, inline ? 1 : 0],
+    );
+    if (inline) await ingestor.processNow(row!.id);
+    else ingestor.enqueue(row!.id);
+    const doc = await tenant.em.fork().findOne(KnowledgeDocumentSchema, { id: row!.id });
+    if (!doc) throw notFound('Document');
+    return doc;
+  }
+
   router.post('/:id/documents', async (req, res) => {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
-    const body = createDocumentBody(req.body);
-    if (Buffer.byteLength(body.content, 'utf8') > MAX_DOCUMENT_BYTES) throw contentError(`must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`);
-    const doc = tenant.em.create(KnowledgeDocumentSchema, {
-      companyId: tenant.companyId, knowledgeBaseId: kb.id, title: body.title.trim(), content: body.content, createdAt: new Date(),
-    });
-    try {
-      await tenant.em.flush();
-    } catch (err) {
-      if (isTsvectorTooLong(err)) throw contentError('has too many distinct words to index; split it into several documents');
-      throw err;
+    let doc: KnowledgeDocument;
+    if (req.is('multipart/form-data')) {
+      const declared = Number(req.headers['content-length']);
+      if (declared > MAX_UPLOAD_BYTES + 64 * 1024) throw new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB.`);
+      const upload = await readUpload(req, MAX_UPLOAD_BYTES);
+      const format = formatOf(upload.filename, null) ?? (upload.bytes.subarray(0, 5).toString('latin1') === '%PDF-' ? 'pdf' : null);
+      if (!format) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported file type${/\.[^.]+$/.test(upload.filename) ? ` ${/\.[^.]+$/.exec(upload.filename)![0]}` : ''}: upload a .txt, .md, .html or .pdf file.`);
+      const title = storable(upload.title ?? upload.filename.replace(/\.[^.]+$/, '').trim());
+      doc = await addDocument(req, kb, {
+        title: title || 'Untitled',
+        source: { type: format, filename: storable(upload.filename), bytes: upload.bytes.length },
+        content: null,
+        format,
+        raw: upload.bytes,
+        inline: upload.bytes.length <= INLINE_MAX_BYTES,
+      });
+    } else if (req.body && typeof req.body === 'object' && 'url' in req.body) {
+      const body = urlDocumentBody(req.body);
+      await assertTenantUrl(config, 'url', body.url);
+      doc = await addDocument(req, kb, { title: body.title?.trim() ?? body.url, source: { type: 'url', url: body.url }, content: null, format: 'markdown', raw: null, inline: false });
+    } else {
+      if (!req.is('application/json') && !req.is('application/*+json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send JSON {title, content} or {url}, or multipart/form-data with a file.');
+      const body = textDocumentBody(req.body);
+      if (Buffer.byteLength(body.content, 'utf8') > MAX_DOCUMENT_BYTES) throw invalid('content', `must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`);
+      const format: DocumentFormat = body.format ?? 'markdown';
+      let extracted;
+      try {
+        extracted = await extractDocument({ format, text: body.content });
+      } catch (err) {
+        if (err instanceof ExtractionError) throw invalid('content', err.message);
+        throw err;
+      }
+      doc = await addDocument(req, kb, {
+        title: body.title.trim(),
+        source: { type: format, bytes: Buffer.byteLength(body.content, 'utf8') },
+        content: extracted.content,
+        format: extracted.contentFormat,
+        raw: null,
+        inline: Buffer.byteLength(body.content, 'utf8') <= INLINE_MAX_BYTES,
+      });
     }
     res.status(201).json({ document: documentView(doc) });
   });
@@ -118,33 +311,223 @@ export function knowledgeRoutes(auth: Authenticator): Router {
   router.get('/:id/documents', async (req, res) => {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
-    const docs = await tenant.em.find(KnowledgeDocumentSchema, { knowledgeBaseId: kb.id }, { orderBy: { id: 'asc' } });
-    res.json({ documents: docs.map(documentView) });
+    const { limit, offset } = pageParams(req.query as Record<string, unknown>);
+    const [docs, total] = await tenant.em.findAndCount(KnowledgeDocumentSchema, { knowledgeBaseId: kb.id }, { orderBy: { id: 'asc' }, limit, offset });
+    res.json({ documents: docs.map(documentView), total, limit, offset });
   });
 
   router.get('/:id/documents/:docId', async (req, res) => {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
-    const doc = await tenant.em.findOne(KnowledgeDocumentSchema, { id: idParam(req.params.docId, 'Document'), knowledgeBaseId: kb.id });
-    if (!doc) throw notFound('Document');
-    res.json({ document: documentView(doc) });
+    const doc = await loadDocument(tenant, kb, req.params.docId, true);
+    res.json({ document: { ...documentView(doc), content: doc.content } });
+  });
+
+  router.get('/:id/documents/:docId/chunks', async (req, res) => {
+    const tenant = req.tenant!;
+    const kb = await loadBase(tenant, req.params.id);
+    const doc = await loadDocument(tenant, kb, req.params.docId);
+    const { limit, offset } = pageParams(req.query as Record<string, unknown>);
+    const rows = await query<{ id: string; position: number; heading: string; content: string; words: number; embedded: boolean; total: string }>(
+      sql,
+      'kb_chunks_list',
+      `select id, position, heading, content, words, embedding is not null as embedded, count(*) over () as total
+       from knowledge_chunks where document_id = $1 and company_id = $2 order by position limit $3 offset $4`,
+      [doc.id, tenant.companyId, limit, offset],
+    );
+    const total = rows.length ? Number(rows[0]!.total) : offset > 0 ? doc.chunkCount : 0;
+    res.json({
+      chunks: rows.map((r) => ({ id: Number(r.id), position: r.position, heading: r.heading, content: r.content, words: r.words, embedded: r.embedded })),
+      total, limit, offset,
+    });
   });
 
   router.delete('/:id/documents/:docId', async (req, res) => {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
-    const n = await tenant.em.nativeDelete(KnowledgeDocumentSchema, { id: idParam(req.params.docId, 'Document'), knowledgeBaseId: kb.id });
-    if (n === 0) throw notFound('Document');
+    const doc = await loadDocument(tenant, kb, req.params.docId);
+    await tenant.em.fork().transactional(async (em) => {
+      const exec: Exec = (s, p) => em.execute(s, p as unknown[]);
+      await removeChunks(exec, { companyId: tenant.companyId, knowledgeBaseId: kb.id, documentId: doc.id });
+      await exec('delete from knowledge_documents where id = ? and company_id = ?', [doc.id, tenant.companyId]);
+    });
     res.status(204).end();
   });
 
   router.get('/:id/search', async (req, res) => {
     const tenant = req.tenant!;
     const kb = await loadBase(tenant, req.params.id);
-    const { q, limit } = queryParams(req.query as Record<string, unknown>);
-    const results = await searchKnowledge(tenant.em, { companyId: tenant.companyId, knowledgeBaseId: kb.id, query: q, limit });
-    res.json({ results });
+    const { q, limit } = searchParams(req.query as Record<string, unknown>);
+    const results = await searchKnowledge({ sql, vectors: deps.vectors, logger: deps.logger }, baseInfo(kb), q, { limit });
+    res.json({ results: results.map((r) => ({ documentId: r.documentId, chunkId: r.chunkId, title: r.title, heading: r.heading, snippet: r.snippet, score: r.score, relevance: r.relevance, matchedBy: r.matchedBy })) });
   });
+
+  function baseInfo(kb: KnowledgeBase): KnowledgeBaseInfo {
+    let embedding = null;
+    try {
+      embedding = embeddingModelOf({ embedding_base_url: kb.embeddingBaseUrl, embedding_model: kb.embeddingModel, embedding_api_key_sealed: kb.embeddingApiKeySealed }, secrets, config);
+    } catch (err) {
+      deps.logger.warn({ err, knowledgeBaseId: kb.id }, 'knowledge: the embedding API key cannot be opened; searching without vectors');
+    }
+    return { id: kb.id, companyId: kb.companyId, language: kb.language, contentVersion: String(kb.contentVersion), embedding };
+  }
 
   return router;
 }
+
+const KNOWLEDGE_BASE = object(
+  {
+    id: ID,
+    name: STRING,
+    language: { type: 'string', description: 'A PostgreSQL text-search configuration (simple, english, russian, …).' },
+    embedding: nullable(object({ baseUrl: STRING, name: STRING, hasApiKey: BOOLEAN, dimensions: nullable(COUNT) })),
+    chunks: COUNT,
+    createdAt: TIMESTAMP,
+    updatedAt: TIMESTAMP,
+  },
+  { title: 'KnowledgeBase' },
+);
+const DOCUMENT_PROPERTIES = {
+  id: ID,
+  title: STRING,
+  source: object(
+    { type: { type: 'string', enum: ['text', 'markdown', 'html', 'pdf', 'url'] }, filename: STRING, url: STRING, bytes: { ...COUNT, description: 'Size of the original.' } },
+    { title: 'DocumentSource', optional: ['filename', 'url', 'bytes'] },
+  ),
+  status: { type: 'string', enum: ['processing', 'ready', 'failed'] },
+  progress: { type: 'integer', minimum: 0, maximum: 100 },
+  error: { ...nullable(STRING), description: 'Why it failed.' },
+  chunks: COUNT,
+  createdAt: TIMESTAMP,
+  updatedAt: TIMESTAMP,
+};
+const DOCUMENT = object(DOCUMENT_PROPERTIES, { title: 'Document' });
+const CHUNK = object({ id: BIG_ID, position: COUNT, heading: STRING, content: STRING, words: COUNT, embedded: BOOLEAN }, { title: 'Chunk' });
+const SEARCH_RESULT = object(
+  {
+    documentId: ID,
+    chunkId: BIG_ID,
+    title: STRING,
+    heading: STRING,
+    snippet: STRING,
+    score: { type: 'number', description: 'Reciprocal-rank score: higher is better, comparable within one search only.' },
+    relevance: { type: 'number', minimum: 0, maximum: 1, description: "What an agent's relevanceThreshold is compared with." },
+    matchedBy: arrayOf({ type: 'string', enum: ['fulltext', 'trigram', 'vector'] }),
+  },
+  { title: 'SearchResult' },
+);
+const EXAMPLE_BASE = { id: 1, name: 'Help centre', language: 'english', embedding: null, chunks: 12, createdAt: EXAMPLE_TIME, updatedAt: EXAMPLE_TIME };
+const EXAMPLE_DOCUMENT = { id: 7, title: 'Kettle manual', source: { type: 'pdf', filename: 'manual.pdf', bytes: 48213 }, status: 'ready', progress: 100, error: null, chunks: 12, createdAt: EXAMPLE_TIME, updatedAt: EXAMPLE_TIME };
+const EXAMPLE_CHUNK = { id: 31, position: 0, heading: 'Kettle manual › Descaling', content: 'Descale the kettle once a month with citric acid.', words: 9, embedded: false };
+const ONE_BASE = { schema: object({ knowledgeBase: KNOWLEDGE_BASE }), example: { knowledgeBase: EXAMPLE_BASE } };
+const BASE_ID = idPathParam('knowledge base');
+const DOCUMENT_ID = idPathParam('document', 'docId');
+const NO_BASE = 'no such knowledge base';
+const NO_DOCUMENT = 'no such knowledge base or document';
+const BAD_BASE = 'a bad field, a language the database does not have, an embedding baseUrl at a private address, or a new embedding baseUrl without its apiKey';
+
+export const knowledgeRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/', operationId: 'listKnowledgeBases', tag: 'Knowledge', access: 'any',
+    summary: "The company's knowledge bases",
+    responses: { 200: { description: 'Every knowledge base, oldest first.', schema: object({ knowledgeBases: arrayOf(KNOWLEDGE_BASE) }), example: { knowledgeBases: [EXAMPLE_BASE] } } },
+  },
+  {
+    method: 'POST', path: '/', operationId: 'createKnowledgeBase', tag: 'Knowledge', access: 'any',
+    summary: 'Create a knowledge base (its search language; optionally an OpenAI-compatible embedding model)',
+    body: { validators: [createBaseBody], example: { name: 'Help centre', language: 'english' } },
+    responses: { 201: { description: 'The new knowledge base.', ...ONE_BASE } },
+    errors: { VALIDATION_ERROR: BAD_BASE },
+  },
+  {
+    method: 'GET', path: '/:id', operationId: 'getKnowledgeBase', tag: 'Knowledge', access: 'any',
+    summary: 'One knowledge base',
+    params: [BASE_ID],
+    responses: { 200: { description: 'The knowledge base.', ...ONE_BASE } },
+    errors: { NOT_FOUND: NO_BASE },
+  },
+  {
+    method: 'PATCH', path: '/:id', operationId: 'updateKnowledgeBase', tag: 'Knowledge', access: 'any',
+    summary: 'Change a knowledge base (a new language or embedding model re-indexes every document in the background)',
+    params: [BASE_ID],
+    body: { validators: [patchBaseBody], example: { name: 'Help centre (EN)' } },
+    responses: { 200: { description: 'The knowledge base as it is now.', ...ONE_BASE } },
+    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: BAD_BASE },
+  },
+  {
+    method: 'DELETE', path: '/:id', operationId: 'deleteKnowledgeBase', tag: 'Knowledge', access: 'any',
+    summary: 'Delete a knowledge base with its documents and chunks',
+    params: [BASE_ID],
+    responses: { 204: { description: 'Deleted.' } },
+    errors: { NOT_FOUND: NO_BASE },
+  },
+  {
+    method: 'POST', path: '/:id/documents', operationId: 'addDocument', tag: 'Knowledge', access: 'any',
+    summary: 'Add a document: JSON text, a page by URL, or a file upload (multipart)',
+    description: `Text and files up to ${INLINE_MAX_BYTES / 1024} KiB are indexed before the answer (\`ready\` or \`failed\`) unless the base has an embedding model; the rest answer \`processing\` and finish in the background.`,
+    params: [BASE_ID],
+    body: {
+      validators: [textDocumentBody, urlDocumentBody],
+      example: { title: 'Opening hours', content: '# Opening hours\n\nWe open at nine, Monday to Saturday.', format: 'markdown' },
+      alsoAccepts: { 'multipart/form-data': UPLOAD_FORM_SCHEMA },
+    },
+    responses: { 201: { description: 'The new document.', schema: object({ document: DOCUMENT }), example: { document: EXAMPLE_DOCUMENT } } },
+    errors: {
+      NOT_FOUND: NO_BASE,
+      VALIDATION_ERROR: 'a bad field, no or an empty file, two files, a bad or private URL, content without text',
+      PAYLOAD_TOO_LARGE: `content over ${MAX_DOCUMENT_BYTES} bytes or a file over ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB`,
+      UNSUPPORTED_MEDIA_TYPE: 'a body neither JSON nor multipart, or a file type other than .txt, .md, .html, .pdf',
+    },
+  },
+  {
+    method: 'GET', path: '/:id/documents', operationId: 'listDocuments', tag: 'Knowledge', access: 'any',
+    summary: 'The documents of a knowledge base, paged',
+    params: [BASE_ID, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of documents.', schema: pageOf('documents', DOCUMENT), example: { documents: [EXAMPLE_DOCUMENT], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
+    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'a bad limit or offset' },
+  },
+  {
+    method: 'GET', path: '/:id/documents/:docId', operationId: 'getDocument', tag: 'Knowledge', access: 'any',
+    summary: 'One document with its extracted content (null until extracted)',
+    params: [BASE_ID, DOCUMENT_ID],
+    responses: {
+      200: {
+        description: 'The document.',
+        schema: object({ document: object({ ...DOCUMENT_PROPERTIES, content: nullable(STRING) }) }),
+        example: { document: { ...EXAMPLE_DOCUMENT, content: '# Kettle manual\n\n## Descaling\n\nDescale the kettle once a month with citric acid.' } },
+      },
+    },
+    errors: { NOT_FOUND: NO_DOCUMENT },
+  },
+  {
+    method: 'GET', path: '/:id/documents/:docId/chunks', operationId: 'listChunks', tag: 'Knowledge', access: 'any',
+    summary: 'The chunks of a document, by position, paged',
+    params: [BASE_ID, DOCUMENT_ID, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of chunks.', schema: pageOf('chunks', CHUNK), example: { chunks: [EXAMPLE_CHUNK], total: 12, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
+    errors: { NOT_FOUND: NO_DOCUMENT, VALIDATION_ERROR: 'a bad limit or offset' },
+  },
+  {
+    method: 'DELETE', path: '/:id/documents/:docId', operationId: 'deleteDocument', tag: 'Knowledge', access: 'any',
+    summary: 'Delete a document and its chunks',
+    params: [BASE_ID, DOCUMENT_ID],
+    responses: { 204: { description: 'Deleted.' } },
+    errors: { NOT_FOUND: NO_DOCUMENT },
+  },
+  {
+    method: 'GET', path: '/:id/search', operationId: 'searchKnowledgeBase', tag: 'Knowledge', access: 'any',
+    summary: 'Search a knowledge base: full text, trigram and (with an embedding model) vectors, fused by reciprocal rank',
+    params: [
+      BASE_ID,
+      { name: 'q', in: 'query', required: true, description: 'The question.', schema: { type: 'string', minLength: 1, maxLength: MAX_QUERY_LENGTH }, example: 'how do I descale the kettle' },
+      { name: 'limit', in: 'query', description: `Results (1–${MAX_SEARCH_LIMIT}, default ${DEFAULT_SEARCH_LIMIT}).`, schema: { type: 'integer', minimum: 1, maximum: MAX_SEARCH_LIMIT, default: DEFAULT_SEARCH_LIMIT } },
+    ],
+    responses: {
+      200: {
+        description: 'The results, best first.',
+        schema: object({ results: arrayOf(SEARCH_RESULT) }),
+        example: { results: [{ documentId: 7, chunkId: 31, title: 'Kettle manual', heading: 'Kettle manual › Descaling', snippet: 'Descale the kettle once a month…', score: 0.032522, relevance: 1, matchedBy: ['fulltext'] }] },
+      },
+    },
+    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'no q, q too long, or a bad limit' },
+  },
+];

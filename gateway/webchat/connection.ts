@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
 import { WebSocket, type RawData } from 'ws';
 import type { ConversationNotice } from '../../lib/conversations.js';
 import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
-import { partitionOf, type StreamNames } from '../../lib/streams.js';
+import type { InboundPublisher } from '../../lib/inbound.js';
+import type { StreamNames } from '../../lib/streams.js';
+import { inSpan, SpanKind } from '../../lib/tracing.js';
 import type { ConversationStatus } from '../../schema/conversation.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { FrameError, parseClientFrame, type ClientFrame, type ServerFrame, type WebchatErrorCode } from './frames.js';
-import { ensureOpenSession, findOpenSession, findStoredCustomerMessage, messagesAfter, sessionStatus, type StoredMessage } from './sessions.js';
+import { findOpenSession, findStoredCustomerMessage, messagesAfter, sessionStatus, type StoredMessage } from './sessions.js';
+import type { TokenBuckets } from './limits.js';
 import type { VisitorTokens } from './visitor-token.js';
 
 /**
@@ -31,17 +33,30 @@ import type { VisitorTokens } from './visitor-token.js';
  * The visitor's own messages sent on this socket are answered by `ack` and not echoed back
  * as `message` frames (other tabs of the same visitor get them as `message` frames; a
  * replay includes them).
+ *
+ * The gateway never creates a session: a visitor without an open one is welcomed with
+ * `conversationId: null`, and the worker creates the session when the visitor's first
+ * message arrives (also after a closed one). After its commit the worker pushes `{type:
+ * "session", conversationId}` on the visitor's outbound subject; every socket of the
+ * visitor then moves to it (a `welcome` with the new id, then its messages, which acks the
+ * socket's own). A lost push is made up for by the ack recheck, or by the session's first reply.
+ *
+ * Messages are rate-limited per client address and per visitor (buckets shared by the
+ * process's sockets): over a rate the visitor gets `error RATE_LIMITED` naming the
+ * message, which is not published; the socket stays open.
  */
 export interface ConnectionContext {
   orm: Orm;
   nc: NatsConnection;
-  js: JetStreamClient;
+  /** Makes the visitor's messages durable in JetStream (lib/inbound.ts). */
+  publisher: InboundPublisher;
   names: StreamNames;
-  partitions: number;
   tokens: VisitorTokens;
   cache: IntegrationCache;
   logger: Logger;
   now: () => number;
+  /** Message rates, keyed by client address and by visitor. */
+  rates: { perIp: TokenBuckets; perVisitor: TokenBuckets };
   limits: ConnectionLimits;
 }
 
@@ -51,7 +66,6 @@ export interface ConnectionLimits {
   frameBurst: number;
   ackRecheckMs: number;
   stallMs: number;
-  publishTimeoutMs: number;
   maxBufferedBytes: number;
 }
 
@@ -63,6 +77,8 @@ export class VisitorConnection {
   readonly #ctx: ConnectionContext;
   readonly #integrationId: number;
   readonly #companyId: number;
+  /** The client address the socket is counted under (limits.ts addressKey). */
+  readonly #address: string;
   readonly #onClose: () => void;
 
   #visitorId: string | null = null;
@@ -93,11 +109,12 @@ export class VisitorConnection {
   /** Heartbeat: set by every pong / frame, cleared by every ping. */
   alive = true;
 
-  constructor(ws: WebSocket, ctx: ConnectionContext, integration: { id: number; companyId: number }, onClose: () => void) {
+  constructor(ws: WebSocket, ctx: ConnectionContext, integration: { id: number; companyId: number }, address: string, onClose: () => void) {
     this.#ws = ws;
     this.#ctx = ctx;
     this.#integrationId = integration.id;
     this.#companyId = integration.companyId;
+    this.#address = address;
     this.#onClose = onClose;
     this.#bucket = ctx.limits.frameBurst;
     this.#refilledAt = ctx.now();
@@ -201,7 +218,7 @@ export class VisitorConnection {
     });
     let session;
     try {
-      session = await ensureOpenSession(this.#ctx.orm, { companyId: this.#companyId, integrationId: this.#integrationId, visitorId, partitions: this.#ctx.partitions });
+      session = await findOpenSession(this.#ctx.orm, this.#integrationId, visitorId);
       this.#visitorToken = await this.#ctx.tokens.issue({ visitorId, integrationId: this.#integrationId });
     } catch (err) {
       // Not welcomed after all: the client may send hello again.
@@ -209,6 +226,11 @@ export class VisitorConnection {
       this.#outSub = null;
       this.#visitorId = null;
       throw err;
+    }
+    if (!session) {
+      // No open session: the visitor's first message makes one (the worker does).
+      this.#send({ type: 'welcome', visitorId, visitorToken: this.#visitorToken, conversationId: null });
+      return;
     }
     let after = known ? frame.lastSeq : 0;
     // lastSeq counts in another session (a closed one): the open session is all new to the visitor.
@@ -221,7 +243,14 @@ export class VisitorConnection {
   async #message(frame: Extract<ClientFrame, { type: 'message' }>): Promise<void> {
     const id = frame.clientMessageId;
     const visitorId = this.#visitorId;
-    if (!visitorId || this.#conversationId === null) return this.#error('HELLO_REQUIRED', 'Send hello first.', id);
+    if (!visitorId) return this.#error('HELLO_REQUIRED', 'Send hello first.', id);
+    // Checked before any lookup, so a flood costs no database work; a refused message spends no token.
+    const { perIp, perVisitor } = this.#ctx.rates;
+    const visitorKey = `${this.#integrationId}:${visitorId}`;
+    const waitMs = Math.max(perIp.waitMs(this.#address), perVisitor.waitMs(visitorKey));
+    if (waitMs > 0) return this.#error('RATE_LIMITED', `Too many messages; send this one again in ${Math.ceil(waitMs / 1000)} s.`, id);
+    perIp.take(this.#address);
+    perVisitor.take(visitorKey);
     const integration = await this.#ctx.cache.get(this.#integrationId);
     if (!integration || integration.type !== 'webchat' || !integration.active) {
       this.#error('INTEGRATION_INACTIVE', 'This chat is not available.', id);
@@ -234,13 +263,11 @@ export class VisitorConnection {
     // A resend of a stored message: answered from PostgreSQL, not queued again.
     const stored = await findStoredCustomerMessage(this.#ctx.orm, this.#integrationId, visitorId, id);
     if (stored) {
-      this.#send({ type: 'ack', clientMessageId: id, seq: stored.seq });
+      this.#send({ type: 'ack', clientMessageId: id, seq: stored.seq, conversationId: stored.conversationId });
       return;
     }
-    // The session was closed: the message opens a new one (created here so this socket knows it).
-    const status = await sessionStatus(this.#ctx.orm, this.#conversationId);
-    if (status === 'closed' || status === null) await this.#switchSession(true);
-
+    // No open session, or a closed one: the worker opens a new one for this message and
+    // announces it (#onOutbound follows it; its replay acks the message).
     this.#pendingAcks.set(id, (this.#pendingAcks.get(id) ?? 0) + 1);
     const receivedAt = new Date(this.#ctx.now()).toISOString();
     const idempotencyKey = `webchat:${visitorId}:${id}`;
@@ -254,9 +281,9 @@ export class VisitorConnection {
       receivedAt,
       message: { messageId: id, text: frame.text, clientId: visitorId, channelId: null, transport: null, requestId: null, dialogId: null, attachments: [], sentAt: receivedAt },
     };
-    const subject = this.#ctx.names.inboundSubject(partitionOf(this.#integrationId, visitorId, this.#ctx.partitions), this.#companyId);
     try {
-      await this.#ctx.js.publish(subject, JSON.stringify(env), { msgID: `${this.#integrationId}:${idempotencyKey}`, timeout: this.#ctx.limits.publishTimeoutMs });
+      // A visitor's message starts its trace here, as a webhook does at ingress.
+      await inSpan('webchat message', { kind: SpanKind.SERVER, attributes: { 'mas.integration_id': this.#integrationId } }, () => this.#ctx.publisher.publish(env));
     } catch (err) {
       this.#ctx.logger.warn({ err, integrationId: this.#integrationId }, 'webchat: JetStream did not take a message');
       const n = (this.#pendingAcks.get(id) ?? 1) - 1;
@@ -284,24 +311,16 @@ export class VisitorConnection {
   }
 
   /**
-   * The visitor's open session is another one than this socket's (closed here and reopened,
-   * or reopened by the worker or by another tab): a new `welcome`, then that session's
-   * messages from seq 1. `create` opens a session when there is none.
+   * The visitor's open session is another one than this socket's (the worker opened it for
+   * a message of this or another socket of the visitor): a new `welcome`, then that
+   * session's messages from seq 1.
    */
-  async #switchSession(create: boolean): Promise<void> {
+  async #switchSession(): Promise<void> {
     const visitorId = this.#visitorId!;
-    const session = create
-      ? await ensureOpenSession(this.#ctx.orm, { companyId: this.#companyId, integrationId: this.#integrationId, visitorId, partitions: this.#ctx.partitions })
-      : await findOpenSession(this.#ctx.orm, this.#integrationId, visitorId);
+    const session = await findOpenSession(this.#ctx.orm, this.#integrationId, visitorId);
     if (!session || session.id === this.#conversationId) return;
     this.#bind(session.id, 0);
     this.#send({ type: 'welcome', visitorId, visitorToken: this.#visitorToken, conversationId: session.id });
-    // The visitor's other sockets (other tabs, other gateways) follow.
-    try {
-      this.#ctx.nc.publish(this.#ctx.names.webchatOutbound(this.#integrationId, visitorId), JSON.stringify({ type: 'session', conversationId: session.id }));
-    } catch {
-      /* they find out with the session's first reply */
-    }
     await this.#pump();
   }
 
@@ -317,7 +336,7 @@ export class VisitorConnection {
     }
     if (typeof push.conversationId !== 'number') return this.#schedulePump();
     if (push.conversationId !== this.#conversationId) {
-      this.#enqueue(() => this.#switchSession(false));
+      this.#enqueue(() => this.#switchSession());
       return;
     }
     // A reply the pump skipped as stalled has gone out after all: show it now.
@@ -333,7 +352,7 @@ export class VisitorConnection {
     if (this.#closed || conversationId !== this.#conversationId) return;
     try {
       const notice = JSON.parse(Buffer.from(data).toString('utf8')) as ConversationNotice;
-      if (notice.type === 'message' && notice.message.role === 'customer' && notice.message.externalId) this.#ackPending(notice.message.externalId, notice.message.seq);
+      if (notice.type === 'message' && notice.message.role === 'customer' && notice.message.externalId) this.#ackPending(notice.message.externalId, notice.message.seq, conversationId);
       if (notice.type === 'applied') return;
     } catch {
       /* a trigger all the same */
@@ -341,11 +360,11 @@ export class VisitorConnection {
     this.#schedulePump();
   }
 
-  #ackPending(clientMessageId: string, seq: number): void {
+  #ackPending(clientMessageId: string, seq: number, conversationId: number): void {
     const n = this.#pendingAcks.get(clientMessageId);
     if (!n) return;
     this.#pendingAcks.delete(clientMessageId);
-    for (let i = 0; i < n; i++) this.#send({ type: 'ack', clientMessageId, seq });
+    for (let i = 0; i < n; i++) this.#send({ type: 'ack', clientMessageId, seq, conversationId });
   }
 
   /** Safety net for a lost notice (core NATS is at-most-once): look the pending messages up. */
@@ -360,12 +379,12 @@ export class VisitorConnection {
         for (const id of [...this.#pendingAcks.keys()]) {
           const stored = await findStoredCustomerMessage(this.#ctx.orm, this.#integrationId, visitorId, id);
           if (!stored) continue;
-          if (stored.conversationId === this.#conversationId) this.#ackPending(id, stored.seq);
+          if (stored.conversationId === this.#conversationId) this.#ackPending(id, stored.seq, stored.conversationId);
           else moved = true;
         }
         // Stored in a session the socket does not follow (the worker reopened one): follow it;
         // its pump acks the visitor's own messages.
-        if (moved) await this.#switchSession(false);
+        if (moved) await this.#switchSession();
         if (this.#pendingAcks.size > 0) this.#armRecheck();
       });
     }, this.#ctx.limits.ackRecheckMs);
@@ -420,7 +439,7 @@ export class VisitorConnection {
           break;
         }
         if (verdict === 'stalled') this.#stalled.add(m.seq);
-        else if (verdict === 'own') this.#ackPending(m.external_id!, m.seq);
+        else if (verdict === 'own') this.#ackPending(m.external_id!, m.seq, conversationId);
         else if (verdict === 'send') this.#send({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
         this.#delivered = m.seq;
       }

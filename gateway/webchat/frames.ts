@@ -1,3 +1,5 @@
+import { storable } from '../../lib/text.js';
+
 /**
  * The webchat socket's frames (contract.md § Webchat): JSON objects `{type, ...}`.
  *
@@ -5,8 +7,10 @@
  * {clientMessageId, text}`, `ping`. (`hello.conversationId`, optional, says which session
  * `lastSeq` counts in: when it is not the visitor's open session, everything of the open
  * session is replayed.)
- * Server → client: `welcome {visitorId, visitorToken, conversationId}`, `ack
- * {clientMessageId, seq}`, `message {seq, role, text, at}`, `status {status}`, `pong`,
+ * Server → client: `welcome {visitorId, visitorToken, conversationId}` (`conversationId`
+ * null while the visitor has no open session: the first message creates one, and a second
+ * `welcome` announces it), `ack {clientMessageId, seq, conversationId}` (the session the
+ * message was stored in), `message {seq, role, text, at}`, `status {status}`, `pong`,
  * `error {code, message}` (an error about one message frame also names its `clientMessageId`).
  */
 export type ClientFrame =
@@ -15,8 +19,8 @@ export type ClientFrame =
   | { type: 'ping' };
 
 export type ServerFrame =
-  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number }
-  | { type: 'ack'; clientMessageId: string; seq: number }
+  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null }
+  | { type: 'ack'; clientMessageId: string; seq: number; conversationId: number }
   | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string }
   | { type: 'status'; status: 'active' | 'paused' | 'closed' }
   | { type: 'pong' }
@@ -30,6 +34,7 @@ export type WebchatErrorCode =
   | 'ALREADY_WELCOMED'
   | 'INVALID_TOKEN'
   | 'QUEUE_UNAVAILABLE'
+  | 'RATE_LIMITED'
   | 'INTEGRATION_INACTIVE'
   | 'INTERNAL_ERROR';
 
@@ -80,7 +85,8 @@ export function parseClientFrame(raw: string): ClientFrame {
       const idOk = typeof id === 'string' && CLIENT_MESSAGE_ID.test(id);
       const bad: string[] = [];
       if (!idOk) bad.push('clientMessageId must be 1-100 characters of A-Z a-z 0-9 _ . : -');
-      const text = data.text;
+      // Made storable here (lib/text.ts), like at the webhook door.
+      const text = typeof data.text === 'string' ? storable(data.text) : data.text;
       if (typeof text !== 'string' || !/\S/.test(text)) bad.push('text must be a non-empty string');
       else if (text.length > MAX_TEXT_CHARS) bad.push(`text must be at most ${MAX_TEXT_CHARS} characters`);
       if (bad.length) throw new FrameError('VALIDATION_ERROR', `Invalid message: ${bad.join('; ')}.`, idOk ? id : undefined);

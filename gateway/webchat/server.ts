@@ -1,36 +1,44 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { jetstream } from '@nats-io/jetstream';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../lib/config.js';
 import type { Orm } from '../../lib/db.js';
+import type { ErrorCode } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
+import { inboundPublisher } from '../../lib/inbound.js';
 import { streamNames } from '../../lib/streams.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { idPathParam } from '../http/validate.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { VisitorConnection, type ConnectionContext } from './connection.js';
+import { addressKey, SocketSlots, TokenBuckets } from './limits.js';
 import { VisitorTokens } from './visitor-token.js';
 
 /**
  * The webchat connector's WebSocket endpoint, `GET /api/webchat/:integrationId/ws`, on the
- * gateway's own HTTP server (its 'upgrade' event). Before the upgrade: the integration must
- * exist and be a webchat one (404), be active (403 INTEGRATION_INACTIVE), the `Origin` must
- * be one of its allowedOrigins when it has any (403 ORIGIN_NOT_ALLOWED), and the gateway
- * process must hold fewer than maxSocketsPerIntegration sockets of it (503 TOO_MANY_SOCKETS).
- * The integration comes from the webhook path's in-memory cache (no query per upgrade;
- * changes are announced over NATS).
+ * gateway's own HTTP server (its 'upgrade' event). Before the upgrade, in this order:
+ * - with ENFORCE_HTTPS, the upgrade must have come over TLS, directly or through a trusted
+ *   proxy (`isSecure`, the webhook path's rule): else 403 HTTPS_REQUIRED;
+ * - the process must hold fewer than `config.webchat.maxSockets` sockets, and fewer than
+ *   `maxSocketsPerIp` from the client's address (`clientIp`, express's trust-proxy rule;
+ *   IPv6 counted per /64): else 429 RATE_LIMITED with Retry-After. The slot is reserved
+ *   before anything is looked up, so a burst of upgrades cannot overshoot the cap;
+ * - the integration must exist and be a webchat one (404), be active (403
+ *   INTEGRATION_INACTIVE), and the `Origin` must be one of its allowedOrigins when it has
+ *   any (403 ORIGIN_NOT_ALLOWED). The integration comes from the webhook path's in-memory
+ *   cache (no query per upgrade; changes are announced over NATS).
  *
- * Frames above maxFrameBytes close the socket with 1009, a sustained flood with 1008; every
- * heartbeatMs a WebSocket ping goes out and a socket that did not answer the previous one
- * is terminated.
+ * Messages are rate-limited per client address and per visitor (token buckets shared by the
+ * process's sockets, connection.ts). Frames above maxFrameBytes close the socket with 1009,
+ * a sustained flood with 1008; every heartbeatMs a WebSocket ping goes out and a socket that
+ * did not answer the previous one is terminated.
  */
 export interface WebchatOptions {
   /** WebSocket ping interval; a socket silent for two intervals is terminated. Default 30 s. */
   heartbeatMs?: number;
   /** A socket must send hello within this long (else close 1008). Default 15 s. */
   helloTimeoutMs?: number;
-  /** Concurrent sockets per integration, per gateway process. Default 500. */
-  maxSocketsPerIntegration?: number;
   /** Largest frame accepted; beyond it the socket is closed with 1009. Default 64 KiB. */
   maxFrameBytes?: number;
   /** Sustained frames per second allowed per socket (token bucket); beyond it close 1008. Default 20. */
@@ -41,7 +49,7 @@ export interface WebchatOptions {
   ackRecheckMs?: number;
   /** An agent / operator message still `pending` after this long no longer holds later ones back. Default 30 s. */
   stallMs?: number;
-  /** JetStream publish deadline of a widget message. Default 2.5 s. */
+  /** JetStream publish deadline of a widget message. Default PUBLISH_TIMEOUT_MS. */
   publishTimeoutMs?: number;
   /** Lifetime of a visitor token (renewed at every hello). Default 180 days. */
   visitorTokenTtlSeconds?: number;
@@ -50,16 +58,16 @@ export interface WebchatOptions {
 export const WEBCHAT_DEFAULTS = {
   heartbeatMs: 30_000,
   helloTimeoutMs: 15_000,
-  maxSocketsPerIntegration: 500,
   maxFrameBytes: 64 * 1024,
   framesPerSecond: 20,
   frameBurst: 40,
   ackRecheckMs: 3_000,
   stallMs: 30_000,
-  publishTimeoutMs: 2_500,
 } as const;
 
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Retry-After of an upgrade refused at a socket cap: a slot frees when some visitor leaves. */
+const SOCKET_CAP_RETRY_AFTER_SECONDS = 30;
 const PATH = /^\/api\/webchat\/([^/]+)\/ws\/?$/;
 
 export interface WebchatDeps {
@@ -68,15 +76,20 @@ export interface WebchatDeps {
   nc: NatsConnection;
   logger: Logger;
   cache: IntegrationCache;
+  /** Whether the upgrade came over TLS (directly or via a trusted proxy): the webhook path's rule. */
+  isSecure: (req: IncomingMessage) => boolean;
+  /** The client's address by express's trust-proxy rule (req.ip). */
+  clientIp: (req: IncomingMessage) => string | undefined;
   now?: () => number;
   options?: WebchatOptions;
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
+function refuse(socket: Duplex, status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ error: { code, message } });
   if (!socket.writable) return void socket.destroy();
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
 }
 
@@ -93,8 +106,7 @@ export class WebchatServer {
   readonly #deps: WebchatDeps;
   readonly #wss: WebSocketServer;
   readonly #ctx: ConnectionContext;
-  readonly #maxPerIntegration: number;
-  readonly #perIntegration = new Map<number, number>();
+  readonly #slots: SocketSlots;
   readonly #connections = new Set<VisitorConnection>();
   readonly #heartbeat: NodeJS.Timeout;
   #closing = false;
@@ -103,25 +115,29 @@ export class WebchatServer {
     this.#deps = deps;
     const o = { ...WEBCHAT_DEFAULTS, ...deps.options };
     const now = deps.now ?? Date.now;
-    this.#maxPerIntegration = o.maxSocketsPerIntegration;
+    const limits = deps.config.webchat;
+    this.#slots = new SocketSlots(limits.maxSockets, limits.maxSocketsPerIp);
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
+    const names = streamNames(deps.config.natsPrefix);
     this.#ctx = {
       orm: deps.orm,
       nc: deps.nc,
-      js: jetstream(deps.nc),
-      names: streamNames(deps.config.natsPrefix),
-      partitions: deps.config.partitions,
+      publisher: inboundPublisher(deps.nc, { names, partitions: deps.config.partitions, timeoutMs: o.publishTimeoutMs ?? deps.config.publishTimeoutMs }),
+      names,
       tokens: new VisitorTokens(deps.config, { now, ttlSeconds: deps.options?.visitorTokenTtlSeconds }),
       cache: deps.cache,
       logger: deps.logger,
       now,
+      rates: {
+        perIp: new TokenBuckets(limits.messagesPerMinutePerIp, now),
+        perVisitor: new TokenBuckets(limits.messagesPerMinutePerVisitor, now),
+      },
       limits: {
         helloTimeoutMs: o.helloTimeoutMs,
         framesPerSecond: o.framesPerSecond,
         frameBurst: o.frameBurst,
         ackRecheckMs: o.ackRecheckMs,
         stallMs: o.stallMs,
-        publishTimeoutMs: o.publishTimeoutMs,
         maxBufferedBytes: MAX_BUFFERED_BYTES,
       },
     };
@@ -150,36 +166,38 @@ export class WebchatServer {
     const match = PATH.exec(path);
     if (!match) return refuse(socket, 404, 'NOT_FOUND', `No WebSocket endpoint at ${path.slice(0, 200)}.`);
     if (this.#closing) return refuse(socket, 503, 'NOT_READY', 'The server is shutting down.');
+    if (this.#deps.config.enforceHttps && !this.#deps.isSecure(req)) return refuse(socket, 403, 'HTTPS_REQUIRED', 'The chat must be opened over HTTPS (wss://).');
+    const address = addressKey(this.#deps.clientIp(req));
+    const slot = this.#slots.take(address);
+    if (!slot.ok) {
+      this.#deps.logger.debug({ address, cap: slot.cap }, 'webchat: upgrade refused at a socket cap');
+      const message = slot.cap === 'total' ? 'This server holds as many chats as it can; retry later.' : 'Too many chats are open from your address; retry later.';
+      return refuse(socket, 429, 'RATE_LIMITED', message, { 'Retry-After': String(SOCKET_CAP_RETRY_AFTER_SECONDS) });
+    }
+    // Held until the socket closes (also when the upgrade is refused below, or fails).
+    socket.once('close', slot.release);
+    const deny = (status: number, code: ErrorCode, message: string) => {
+      slot.release();
+      refuse(socket, status, code, message);
+    };
     const raw = match[1]!;
     const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : NaN;
     const integration = id <= 2_147_483_647 ? await this.#deps.cache.get(id) : null;
-    if (!integration || integration.type !== 'webchat') return refuse(socket, 404, 'NOT_FOUND', 'Integration not found.');
-    if (!integration.active) return refuse(socket, 403, 'INTEGRATION_INACTIVE', 'The integration is not active.');
+    if (!integration || integration.type !== 'webchat') return deny(404, 'NOT_FOUND', 'Integration not found.');
+    if (!integration.active) return deny(403, 'INTEGRATION_INACTIVE', 'The integration is not active.');
     if (integration.allowedOrigins.length > 0) {
       const origin = originOf(req.headers.origin);
-      if (!origin || !integration.allowedOrigins.includes(origin)) return refuse(socket, 403, 'ORIGIN_NOT_ALLOWED', 'This page may not open the chat.');
+      if (!origin || !integration.allowedOrigins.includes(origin)) return deny(403, 'ORIGIN_NOT_ALLOWED', 'This page may not open the chat.');
     }
-    if (socket.destroyed) return; // the client gave up while the integration was looked up
-    const open = this.#perIntegration.get(integration.id) ?? 0;
-    if (open >= this.#maxPerIntegration) return refuse(socket, 503, 'TOO_MANY_SOCKETS', 'Too many open chats; retry later.');
-    this.#perIntegration.set(integration.id, open + 1); // reserved until the socket closes
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const n = (this.#perIntegration.get(integration.id) ?? 1) - 1;
-      if (n > 0) this.#perIntegration.set(integration.id, n);
-      else this.#perIntegration.delete(integration.id);
-    };
-    socket.once('close', release);
+    if (socket.destroyed) return slot.release(); // the client gave up while the integration was looked up
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       if (this.#closing) {
         ws.close(1001, 'shutting down');
         return;
       }
-      const conn = new VisitorConnection(ws, this.#ctx, integration, () => {
+      const conn = new VisitorConnection(ws, this.#ctx, integration, address, () => {
         this.#connections.delete(conn);
-        release();
+        slot.release();
       });
       this.#connections.add(conn);
     });
@@ -197,3 +215,32 @@ export class WebchatServer {
     this.#wss.close();
   }
 }
+
+/** The upgrade, as the OpenAPI document shows it (a GET answered 101; its frames described). */
+export const webchatRouteDoc: RouteDoc = {
+  method: 'GET', path: '/api/webchat/:integrationId/ws', operationId: 'openWebchatSocket', tag: 'Webchat', access: 'public',
+  summary: "The webchat widget's WebSocket (upgrade): JSON frames {type, …} both ways",
+  description: [
+    'Open with a WebSocket client (`wss://…/api/webchat/{integrationId}/ws`); the integration must be a webchat one and active, and the page\'s `Origin` one of its `allowedOrigins` when it has any.',
+    '',
+    '| direction | frames |',
+    '|---|---|',
+    '| client → server | `hello {visitorToken?, lastSeq?, conversationId?}`, `message {clientMessageId, text}`, `ping` |',
+    '| server → client | `welcome {visitorId, visitorToken, conversationId}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at}`; `status {status}`; `pong`; `error {code, message, clientMessageId?}` |',
+    '',
+    `\`error\` frame codes: INVALID_FRAME, UNKNOWN_TYPE, VALIDATION_ERROR, HELLO_REQUIRED, ALREADY_WELCOMED, INVALID_TOKEN, QUEUE_UNAVAILABLE, RATE_LIMITED, INTEGRATION_INACTIVE, INTERNAL_ERROR; the socket stays open. A frame over ${WEBCHAT_DEFAULTS.maxFrameBytes / 1024} KiB closes it with 1009, a flood with 1008, no \`hello\` within ${WEBCHAT_DEFAULTS.helloTimeoutMs / 1000} s with 1008.`,
+  ].join('\n'),
+  params: [
+    idPathParam('webchat integration', 'integrationId'),
+    { name: 'Upgrade', in: 'header', required: true, description: 'A WebSocket upgrade.', schema: { const: 'websocket' } },
+    { name: 'Origin', in: 'header', description: 'The page opening the chat; checked against allowedOrigins when the integration has any.', schema: { type: 'string' }, example: 'https://shop.example.com' },
+  ],
+  responses: { 101: { description: 'Switching Protocols: the socket is open; send `hello` first.' } },
+  errors: {
+    NOT_FOUND: 'no webchat integration with that id',
+    INTEGRATION_INACTIVE: 'the integration is switched off',
+    ORIGIN_NOT_ALLOWED: 'the page is not one of the allowedOrigins',
+    RATE_LIMITED: 'too many sockets in this process or from this address (Retry-After)',
+    NOT_READY: 'the gateway is shutting down',
+  },
+};

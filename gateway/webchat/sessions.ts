@@ -1,18 +1,11 @@
-import { initialTransition } from 'xstate';
 import type { Orm } from '../../lib/db.js';
-import { partitionOf } from '../../lib/streams.js';
-import { conversationMachine, statusOf } from '../../machines/conversation.js';
 import type { ConversationStatus } from '../../schema/conversation.js';
 
 /**
- * What the webchat gateway reads and writes in PostgreSQL (plain SQL, system scope: the
- * integration was resolved from the socket's URL and the visitor from a signed token).
- *
- * The gateway never steps a machine: it only *creates* a visitor's session at `hello`, in
- * the machine's initial state (exactly what the worker's createConversation writes), so the
- * worker finds an ordinary open session with an untouched snapshot when the first message
- * arrives. Race-safe through the partial unique index on (integration_id, client_id) of
- * non-closed sessions: `insert … on conflict do nothing`, then select.
+ * What the webchat gateway reads in PostgreSQL (plain SQL, system scope: the integration was
+ * resolved from the socket's URL and the visitor from a signed token). The gateway writes
+ * nothing here: sessions and messages are the worker's (a visitor's session is created by
+ * the worker when the visitor's first message arrives, never by `hello`).
  */
 export interface SessionRow {
   id: number;
@@ -32,36 +25,6 @@ export interface StoredMessage {
 
 async function rows<T>(orm: Orm, sql: string, params: unknown[]): Promise<T[]> {
   return (await orm.em.fork().execute(sql, params as never[], 'all')) as unknown as T[];
-}
-
-let initial: { value: unknown; snapshot: string; status: ConversationStatus } | null = null;
-function initialState() {
-  if (!initial) {
-    const [s] = initialTransition(conversationMachine);
-    const snapshot = JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(s))) as { value: Parameters<typeof statusOf>[0] };
-    initial = { value: snapshot.value, snapshot: JSON.stringify(snapshot), status: statusOf(snapshot.value) };
-  }
-  return initial;
-}
-
-/** The visitor's open session, created (active, no messages) when there is none. */
-export async function ensureOpenSession(orm: Orm, s: { companyId: number; integrationId: number; visitorId: string; partitions: number }): Promise<SessionRow> {
-  const init = initialState();
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const inserted = await rows<SessionRow>(
-      orm,
-      `insert into conversations (company_id, integration_id, channel, client_id, partition, status, state, snapshot)
-       values (?, ?, 'webchat', ?, ?, ?, ?::jsonb, ?::jsonb)
-       on conflict (integration_id, client_id) where status <> 'closed' do nothing
-       returning id, status, message_seq`,
-      [s.companyId, s.integrationId, s.visitorId, partitionOf(s.integrationId, s.visitorId, s.partitions), init.status, JSON.stringify(init.value), init.snapshot],
-    );
-    if (inserted[0]) return inserted[0];
-    const open = await findOpenSession(orm, s.integrationId, s.visitorId);
-    if (open) return open;
-    // Closed between the two statements: try again.
-  }
-  throw new Error('could not find or create the visitor session');
 }
 
 export async function findOpenSession(orm: Orm, integrationId: number, visitorId: string): Promise<SessionRow | null> {

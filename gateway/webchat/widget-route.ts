@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
+import type { RouteDoc } from '../http/route-docs.js';
+import { STRING } from '../http/schemas.js';
 
 /** The embeddable widget (web/widget/widget.js), served as is: no build step, no dependencies. */
 export const WIDGET_FILE = fileURLToPath(new URL('../../web/widget/widget.js', import.meta.url));
@@ -29,3 +31,16 @@ export function widgetRoutes(options: { file?: string } = {}): Router {
   });
   return router;
 }
+
+export const widgetRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/widget.js', operationId: 'getWidget', tag: 'Webchat', access: 'public',
+    summary: 'The embeddable chat widget',
+    description: 'Embed it: `<script src="https://your.host/widget.js" data-integration-id="7" async></script>`.',
+    params: [{ name: 'If-None-Match', in: 'header', description: 'The ETag of a copy the browser holds.', schema: STRING }],
+    responses: {
+      200: { description: 'The script (cross-origin readable, cached 5 minutes, with an ETag).', type: 'text/javascript', schema: STRING, example: '(() => { /* the widget */ })();' },
+      304: { description: 'The copy the browser holds is current.' },
+    },
+  },
+];

@@ -7,6 +7,8 @@ import {
   type HelpdeskStatusHook,
   type HelpdeskStatusPayload,
 } from '../../schema/helpdesk-payloads.js';
+import { AppError } from '../../lib/errors.js';
+import { helpdeskTimeMs } from '../../lib/helpdesk-client.js';
 import type { NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
 import { bodyValidator } from '../http/validate.js';
 
@@ -17,51 +19,82 @@ import { bodyValidator } from '../http/validate.js';
  *   other types such as to_client are echoes of operator / bot messages and are ignored).
  * - `close_dialog`, `close_request`, `dialog_transferred`: status events.
  * - any other `hook_type` (outbox, new_client, new_request, ...): ignored.
- * A payload of a kind we act on that does not match its schema throws 400 VALIDATION_ERROR.
+ * A payload of a kind we act on that does not match its schema throws 400 VALIDATION_ERROR,
+ * one message per field. Ids sent as "" count as absent (Chat2Desk sends them so; refusing
+ * would make it retry three times and then drop the event). A status event that names its
+ * kind in `event` or `type` instead of `hook_type` is told so (400), not read as a message.
  *
  * Idempotency key (stable across the helpdesk's retries): `m:<message_id>` when the payload
  * has one, else `s:<hook_type>:<request_id>:<dialog_id>` for status events, else
- * `h:<sha256 of the raw body>`. Partition key: the client id, or `request:<request_id>` for
- * a status event without client_id (the worker re-routes it to its conversation).
+ * `h:<sha256 of the raw body>`. (Its partition: lib/inbound.ts partitionKeyOf.)
  */
 export type HelpdeskInbound =
   | { kind: 'ignored'; reason: string }
-  | { kind: 'message'; idempotencyKey: string; partitionKey: string; message: NormalisedMessage }
-  | { kind: 'status'; idempotencyKey: string; partitionKey: string; status: NormalisedStatus };
+  | { kind: 'message'; idempotencyKey: string; message: NormalisedMessage }
+  | { kind: 'status'; idempotencyKey: string; status: NormalisedStatus };
 
 const validateMessage = bodyValidator<HelpdeskMessagePayload>(helpdeskMessageSchema);
 const validateStatus = bodyValidator<HelpdeskStatusPayload>(helpdeskStatusSchema);
+/** The checks of the payloads acted on: a customer message, a status event (for the route's docs). */
+export const HELPDESK_PAYLOAD_VALIDATORS = [validateMessage, validateStatus] as const;
 const STATUS_HOOKS: ReadonlySet<string> = new Set(HELPDESK_STATUS_HOOKS);
 
 const idString = (v: string | number | null | undefined): string | null => (v === null || v === undefined ? null : String(v));
 const idNumber = (v: string | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
+/** Fields that hold an id: `""` there means "none". */
+const ID_FIELDS = ['client_id', 'channel_id', 'message_id', 'request_id', 'dialog_id', 'operator_id'] as const;
+
+/** The payload without its `""` ids (a shallow copy only when there is one). */
+function withoutEmptyIds(payload: Record<string, unknown>): Record<string, unknown> {
+  if (!ID_FIELDS.some((f) => payload[f] === '')) return payload;
+  const copy = { ...payload };
+  for (const f of ID_FIELDS) if (copy[f] === '') delete copy[f];
+  return copy;
+}
+
+/** `event` / `type` holding a status event's name, where `hook_type` was meant. */
+function misnamedHook(payload: Record<string, unknown>): string | null {
+  for (const field of ['event', 'type'] as const) {
+    const v = payload[field];
+    if (typeof v === 'string' && STATUS_HOOKS.has(v)) return field;
+  }
+  return null;
+}
+
 /** Chat2Desk's event_time ("2024-05-01T10:00:00 UTC", ISO, or Unix seconds) as ISO; `fallback` when absent or unreadable. */
 export function eventTimeIso(value: string | number | null | undefined, fallback: string): string {
-  let ms = NaN;
-  if (typeof value === 'number') ms = value < 1e11 ? value * 1000 : value;
-  else if (typeof value === 'string' && value) {
-    ms = Date.parse(value);
-    if (Number.isNaN(ms)) ms = Date.parse(value.replace(/\s*UTC$/i, 'Z').replace(' ', 'T'));
-  }
-  return Number.isFinite(ms) ? new Date(ms).toISOString() : fallback;
+  const ms = helpdeskTimeMs(value);
+  return ms === null ? fallback : new Date(ms).toISOString();
 }
 
 const bodyHash = (raw: Uint8Array): string => createHash('sha256').update(raw).digest('hex');
 
-export function normaliseHelpdesk(payload: unknown, rawBody: Uint8Array, receivedAt: string): HelpdeskInbound {
-  const hook = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? (payload as { hook_type?: unknown }).hook_type : undefined;
+export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedAt: string): HelpdeskInbound {
+  const isObject = input !== null && typeof input === 'object' && !Array.isArray(input);
+  const payload = isObject ? withoutEmptyIds(input as Record<string, unknown>) : input;
+  const hook = isObject ? (payload as { hook_type?: unknown }).hook_type : undefined;
+
+  if (hook === undefined && isObject) {
+    const field = misnamedHook(payload as Record<string, unknown>);
+    if (field) {
+      const name = (payload as Record<string, string>)[field];
+      throw new AppError('VALIDATION_ERROR', `Invalid hook_type: a status event names its kind in hook_type, not in ${field} (send "hook_type":"${name}").`, {
+        details: [{ field: 'hook_type', message: `is required: this payload has ${field}: "${name}"; the field is named hook_type` }],
+      });
+    }
+  }
 
   if (typeof hook === 'string' && STATUS_HOOKS.has(hook)) {
     const p = validateStatus(payload);
     const messageId = idString(p.message_id);
-    const dialogId = p.dialog_id ?? null;
+    const requestId = Number(p.request_id);
+    const dialogId = idNumber(p.dialog_id);
     const clientId = idString(p.client_id);
     return {
       kind: 'status',
-      idempotencyKey: messageId !== null ? `m:${messageId}` : `s:${p.hook_type}:${p.request_id}:${dialogId ?? ''}`,
-      partitionKey: clientId ?? `request:${p.request_id}`,
-      status: { hookType: p.hook_type as HelpdeskStatusHook, requestId: p.request_id, dialogId, clientId },
+      idempotencyKey: messageId !== null ? `m:${messageId}` : `s:${p.hook_type}:${requestId}:${dialogId ?? ''}`,
+      status: { hookType: p.hook_type as HelpdeskStatusHook, requestId, dialogId, clientId },
     };
   }
   if (typeof hook === 'string' && hook !== 'inbox') return { kind: 'ignored', reason: `hook_type ${hook}` };
@@ -75,7 +108,6 @@ export function normaliseHelpdesk(payload: unknown, rawBody: Uint8Array, receive
   return {
     kind: 'message',
     idempotencyKey: messageId !== null ? `m:${messageId}` : `h:${bodyHash(rawBody)}`,
-    partitionKey: clientId,
     message: {
       messageId,
       text: p.text ?? '',

@@ -1,29 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Response } from 'express';
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { Config } from '../../lib/config.js';
-import type { Orm } from '../../lib/db.js';
+import type { Orm, SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { SecretBox } from '../../lib/secrets.js';
-import { partitionOf, streamNames, type StreamNames } from '../../lib/streams.js';
+import { mayNeedStorable, storable } from '../../lib/text.js';
+import { EnvelopeTooLargeError, inboundPublisher } from '../../lib/inbound.js';
+import { streamNames, type StreamNames } from '../../lib/streams.js';
+import { failSpan, SpanKind, startSpan, withSpan } from '../../lib/tracing.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
+import { API_CACHE_CONTROL } from '../http/api-policy.js';
 import { writeError } from '../http/errors.js';
-import { idParam } from '../http/validate.js';
-import { normaliseHelpdesk, type HelpdeskInbound } from './helpdesk-normaliser.js';
+import { UNMATCHED_ROUTE } from '../http/metrics.js';
+import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
+import { object } from '../http/schemas.js';
+import { idParam, idPathParam } from '../http/validate.js';
+import { SIGNATURE_FAILURE_TEXT, WebhookActivity, type WebhookActivityOptions } from './activity.js';
+import { HELPDESK_PAYLOAD_VALIDATORS, normaliseHelpdesk, type HelpdeskInbound } from './helpdesk-normaliser.js';
 import { IntegrationCache, type CachedIntegration } from './integration-cache.js';
-import { SignatureVerifier, type BodySignature } from './signature.js';
+import { SIGNATURE_HEADERS, SIGNATURE_RE, SignatureVerifier, type BodySignature } from './signature.js';
 
 /**
  * Webhook ingress: `POST /api/webhook/:connectorType/:integrationId`, checked in the
  * contract's order: connector type (404) → integration of that connector (404) → HTTPS when
  * enforced (403) → signature (401) → active (403) → size ≤ 1 MiB (413) → JSON (400) →
- * normalise (400 / ignored) → durable publish to JetStream → 200 `{"ok":true}`, sent only
- * after the JetStream ack (503 QUEUE_UNAVAILABLE when NATS cannot take it, so the sender
- * retries). No database query on this path (IntegrationCache), one JSON parse.
+ * normalise (400 / ignored) → durable publish to JetStream (lib/inbound.ts: retried through a
+ * stream-leader election for up to PUBLISH_TIMEOUT_MS) → 200 `{"ok":true}`, sent only after
+ * the JetStream ack (503 QUEUE_UNAVAILABLE when NATS cannot take it, so the sender retries). No database query on this path (IntegrationCache), one JSON parse.
  *
  * Mounted before the `/api` JSON parser: it reads the raw bytes itself, hashing them as
  * they arrive, so the signature can be checked before a too-large body is refused.
@@ -31,8 +38,6 @@ import { SignatureVerifier, type BodySignature } from './signature.js';
 export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
 /** Beyond this the body is not even read (its signature cannot be checked either). */
 export const WEBHOOK_HARD_CAP_BYTES = 8 * 1024 * 1024;
-/** JetStream ack deadline: a webhook answers 503 within about this long when NATS is away. */
-export const PUBLISH_TIMEOUT_MS = 2_500;
 
 /** Connector types that exist; only those with a normaliser take HTTP webhooks (webchat uses a WebSocket). */
 const CONNECTORS: Record<IntegrationType, ((payload: unknown, raw: Uint8Array, receivedAt: string) => HelpdeskInbound) | null> = {
@@ -43,6 +48,9 @@ const CONNECTORS: Record<IntegrationType, ((payload: unknown, raw: Uint8Array, r
 export interface WebhookIngressDeps {
   config: Config;
   orm: Orm;
+  /** Where the webhook activity (last webhook, signature refusals) is written, in batches off the webhook path. */
+  sql: SqlPool;
+  activity?: WebhookActivityOptions;
   nc: NatsConnection;
   logger: Logger;
   box: SecretBox;
@@ -64,7 +72,8 @@ export interface WebhookIngress {
   handlePost: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Shared with the integration routes, which announce every change through it. */
   cache: IntegrationCache;
-  close: () => void;
+  /** Stops the cache's subscription and writes the last webhook activity. */
+  close: () => Promise<void>;
 }
 
 interface ReadBody {
@@ -123,8 +132,11 @@ function readSigned(req: IncomingMessage, signature: BodySignature, limit: numbe
 
 const notFoundConnector = () => new AppError('NOT_FOUND', 'Unknown connector type.');
 const notFoundIntegration = () => new AppError('NOT_FOUND', 'Integration not found.');
+/** interface.md: the webchat connector takes no HTTP delivery; say where it does speak. */
+const webchatSpeaksWebSocket = (id: number) =>
+  new AppError('NOT_FOUND', `Webchat integrations do not take webhooks: the widget speaks WebSocket at /api/webchat/${id}/ws (embed /widget.js).`);
 const OK_BODY = '{"ok":true}';
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff' };
 /** `/api/webhook/<connectorType>/<integrationId>`; anything else is express's to answer. */
 const WEBHOOK_PATH = /^\/api\/webhook\/([^/]+)\/([^/]+)\/?$/;
 const VERIFIED_BODY = '{"ok":true,"verified":true}';
@@ -154,7 +166,9 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   const cache = new IntegrationCache({ orm: deps.orm, box: deps.box, nc: deps.nc, subject: names.integrationChanges, logger, now });
   cache.start();
   const verifier = new SignatureVerifier(now);
-  const js: JetStreamClient = jetstream(deps.nc);
+  const publisher = inboundPublisher(deps.nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs });
+  const activity = new WebhookActivity({ sql: deps.sql, logger, now }, deps.activity);
+  activity.start();
   let lastQueueWarning = 0;
 
   /** Resolves the path to an integration of that connector, or throws 404. */
@@ -182,14 +196,11 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     };
     const envelope: InboundEnvelope =
       inbound.kind === 'message' ? { ...base, kind: 'message', message: inbound.message } : { ...base, kind: 'status', status: inbound.status };
-    const data = Buffer.from(JSON.stringify(envelope));
-    // A retry could never fit either: refuse it for good rather than 503 forever.
-    const maxPayload = deps.nc.info?.max_payload;
-    if (maxPayload && data.length > maxPayload) throw new AppError('PAYLOAD_TOO_LARGE', `The message is larger than the queue takes (${maxPayload} bytes).`);
-    const subject = names.inboundSubject(partitionOf(integration.id, inbound.partitionKey, config.partitions), integration.companyId);
     try {
-      await js.publish(subject, data, { msgID: `${integration.id}:${inbound.idempotencyKey}`, timeout: PUBLISH_TIMEOUT_MS });
+      await publisher.publish(envelope);
     } catch (err) {
+      // A retry could never fit either: refuse it for good rather than 503 forever.
+      if (err instanceof EnvelopeTooLargeError) throw new AppError('PAYLOAD_TOO_LARGE', `The message is larger than the queue takes (${err.maxBytes} bytes).`);
       const t = now();
       if (t - lastQueueWarning > 10_000) {
         lastQueueWarning = t;
@@ -208,7 +219,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   async function receive(req: IncomingMessage, res: ServerResponse, type: string, rawId: string): Promise<void> {
     const integration = await lookup(type, rawId);
     const normalise = CONNECTORS[integration.type];
-    if (!normalise) throw notFoundConnector();
+    if (!normalise) throw webchatSpeaksWebSocket(integration.id);
     if (config.enforceHttps && !deps.isSecure(req)) throw new AppError('HTTPS_REQUIRED');
 
     const declared = Number(req.headers['content-length']);
@@ -223,7 +234,12 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
       throw new AppError('PAYLOAD_TOO_LARGE');
     }
     const verdict = signature.verify(req.headers);
-    if (!verdict.ok) throw new AppError('INVALID_SIGNATURE');
+    // Counted in memory only (gateway/webhook/activity.ts writes them in batches).
+    if (!verdict.ok) {
+      activity.refused(integration.id, verdict.error, now());
+      throw new AppError('INVALID_SIGNATURE', `Invalid webhook signature: ${SIGNATURE_FAILURE_TEXT[verdict.error]}.`);
+    }
+    activity.accepted(integration.id, now());
     if (!integration.active) throw new AppError('INTEGRATION_INACTIVE');
     if (body === null) throw new AppError('PAYLOAD_TOO_LARGE', `The body is larger than ${MAX_WEBHOOK_BODY_BYTES} bytes.`);
 
@@ -237,6 +253,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
       throw new AppError('VALIDATION_ERROR', `The body is nested deeper than ${MAX_JSON_DEPTH} levels.`, { details: [{ field: '(body)', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }] });
     }
+    if (mayNeedStorable(body)) payload = storable(payload);
     const receivedAt = new Date(now()).toISOString();
     const inbound = normalise(payload, body, receivedAt);
     if (inbound.kind !== 'ignored') await publish(integration, inbound, receivedAt);
@@ -249,10 +266,23 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     const m = WEBHOOK_PATH.exec(path);
     if (!m) return false;
     const started = process.hrtime.bigint();
+    // The `/api` policy of express (gateway/http/api-policy.ts) never runs here: errors too are no-store.
+    res.setHeader('Cache-Control', API_CACHE_CONTROL);
+    const route = `/api/webhook/${m[1]}/:id`;
+    // A new trace per webhook: a traceparent sent by the outside world is not trusted as our parent.
+    const span = startSpan(`POST ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'POST', 'http.route': route, 'url.path': path, 'mas.integration_id': m[2]! } });
     res.once('finish', () => {
-      deps.observe('POST', res.statusCode === 404 ? 'unmatched' : `/api/webhook/${m[1]}/:id`, res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+      deps.observe('POST', res.statusCode === 404 ? UNMATCHED_ROUTE : route, res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
     });
-    receive(req, res, m[1]!, m[2]!).catch((err: unknown) => {
+    // 'close' comes also when the sender hangs up before the answer.
+    if (span) {
+      res.once('close', () => {
+        span.setAttribute('http.response.status_code', res.statusCode);
+        span.end();
+      });
+    }
+    withSpan(span, () => receive(req, res, m[1]!, m[2]!)).catch((err: unknown) => {
+      if (span && !(err instanceof AppError)) failSpan(span, err);
       if (res.headersSent) return void res.destroy();
       if (err instanceof AppError) return writeError(res, err);
       const requestId = randomUUID();
@@ -262,5 +292,58 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     return true;
   }
 
-  return { router, handlePost, cache, close: () => cache.stop() };
+  return {
+    router,
+    handlePost,
+    cache,
+    close: async () => {
+      cache.stop();
+      await activity.close();
+    },
+  };
 }
+
+const WEBHOOK_PARAMS: readonly ParamDoc[] = [
+  { name: 'connectorType', in: 'path', description: 'The connector: `helpdesk` (Chat2Desk). `webchat` takes no webhooks (its widget speaks WebSocket).', schema: { type: 'string', enum: Object.keys(CONNECTORS) }, example: 'helpdesk' },
+  idPathParam('integration', 'integrationId'),
+];
+
+/** `GET /api/webhook/:connectorType/:integrationId`: the router mounted at /api/webhook. */
+export const webhookRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/:connectorType/:integrationId', operationId: 'verifyWebhook', tag: 'Webhooks', access: 'public',
+    summary: 'Endpoint verification for platforms that probe the webhook URL (no signature)',
+    params: WEBHOOK_PARAMS,
+    responses: { 200: { description: 'The integration exists for that connector.', schema: object({ ok: { const: true }, verified: { const: true } }), example: { ok: true, verified: true } } },
+    errors: { NOT_FOUND: 'unknown connector type, or no integration of that connector' },
+  },
+];
+
+/** `POST /api/webhook/:connectorType/:integrationId`, served ahead of express (handlePost). */
+export const webhookPostRouteDoc: RouteDoc = {
+  method: 'POST', path: '/api/webhook/:connectorType/:integrationId', operationId: 'receiveWebhook', tag: 'Webhooks', access: 'public',
+  summary: 'Inbound helpdesk webhook: a customer message or a status event (close_dialog, close_request, dialog_transferred), signed with HMAC-SHA256',
+  description: [
+    'Sign the exact raw body: `sha256=` + lowercase hex HMAC-SHA256 keyed with the webhook secret, in `x-webhook-signature` or `x-hub-signature-256`.',
+    `Checked in order: connector and integration (404), HTTPS when enforced (403), signature (401), active (403), size ≤ ${MAX_WEBHOOK_BODY_BYTES} bytes (413), JSON (400), the payload's schema (400).`,
+    "200 comes only after the message is durably queued (JetStream ack); other `hook_type`s (outbox, new_client, …) answer 200 and are dropped. Unknown fields are ignored.",
+  ].join(' '),
+  params: [
+    ...WEBHOOK_PARAMS,
+    ...SIGNATURE_HEADERS.map((name): ParamDoc => ({ name, in: 'header', description: 'The body signature (send one of the two headers).', schema: { type: 'string', pattern: SIGNATURE_RE.source }, example: `sha256=${'0a1b2c3d'.repeat(8)}` })),
+  ],
+  body: {
+    validators: HELPDESK_PAYLOAD_VALIDATORS,
+    description: "The helpdesk's own JSON payload (Chat2Desk API v1 webhook).",
+    example: { message_id: 555, type: 'from_client', text: 'When are you open?', client_id: 'c-1', channel_id: 'ch-9', transport: 'telegram', request_id: 77, dialog_id: 88 },
+  },
+  responses: { 200: { description: 'Queued (or ignored).', schema: object({ ok: { const: true } }), example: { ok: true } } },
+  errors: {
+    NOT_FOUND: 'unknown connector type or integration (a webchat integration is told where its WebSocket is)',
+    INVALID_SIGNATURE: 'the signature header is missing, malformed or does not match (the message says which)',
+    INTEGRATION_INACTIVE: 'the integration is switched off',
+    PAYLOAD_TOO_LARGE: `the body is over ${MAX_WEBHOOK_BODY_BYTES} bytes, or more than the queue takes`,
+    VALIDATION_ERROR: `not JSON, nested deeper than ${MAX_JSON_DEPTH} levels, or a message / status event that fails its schema`,
+    QUEUE_UNAVAILABLE: 'the queue could not take it: retry (Retry-After)',
+  },
+};

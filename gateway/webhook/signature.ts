@@ -24,7 +24,8 @@ export interface WebhookSecrets {
 export type VerifyResult = { ok: true } | { ok: false; error: 'missing_signature' | 'malformed_signature' | 'mismatch' };
 
 const DIGEST_BYTES = 32;
-const SIGNATURE_RE = /^(?:sha256=)?([0-9a-fA-F]{64})$/;
+/** A signature header's value: the hex digest, `sha256=` before it or not. */
+export const SIGNATURE_RE = /^(?:sha256=)?([0-9a-fA-F]{64})$/;
 
 /** The digest a header carries (`sha256=` stripped, hex decoded), or null when it is not one. */
 export function parseSignature(value: string): Buffer | null {

@@ -5,6 +5,13 @@ import { Migration0004Conversations } from './0004-conversations.js';
 import { Migration0005AgentHandoff } from './0005-agent-handoff.js';
 import { Migration0006OutboxClaimIndex } from './0006-outbox-claim-index.js';
 import { Migration0007DropRedundantCompanyKeys } from './0007-drop-redundant-company-keys.js';
+import { Migration0008Hardening } from './0008-hardening.js';
+import { Migration0009LoginFailures } from './0009-login-failures.js';
+import { Migration0010KnowledgeChunks } from './0010-knowledge-chunks.js';
+import { Migration0011ExactlyOnceDelivery } from './0011-exactly-once-delivery.js';
+import { Migration0012WebhookActivity } from './0012-webhook-activity.js';
+import { Migration0013ModelCalls } from './0013-model-calls.js';
+import { Migration0014Leads } from './0014-leads.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -15,4 +22,11 @@ export const migrations = [
   { name: '0005-agent-handoff', class: Migration0005AgentHandoff },
   { name: '0006-outbox-claim-index', class: Migration0006OutboxClaimIndex },
   { name: '0007-drop-redundant-company-keys', class: Migration0007DropRedundantCompanyKeys },
+  { name: '0008-hardening', class: Migration0008Hardening },
+  { name: '0009-login-failures', class: Migration0009LoginFailures },
+  { name: '0010-knowledge-chunks', class: Migration0010KnowledgeChunks },
+  { name: '0011-exactly-once-delivery', class: Migration0011ExactlyOnceDelivery },
+  { name: '0012-webhook-activity', class: Migration0012WebhookActivity },
+  { name: '0013-model-calls', class: Migration0013ModelCalls },
+  { name: '0014-leads', class: Migration0014Leads },
 ];

@@ -3,36 +3,122 @@ import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
-// The worker's default agent runner (actors/agents/runner.ts) answers builtin agents from the knowledge base.
+// The worker's default agent runner (actors/agents/runner.ts) answers builtin agents from the
+// knowledge base: from the best chunk, citing it; below the relevance threshold it follows
+// the agent's onNoAnswer instead of guessing.
 const svc = await startTestService(t, 'builtin_agent', { env: { PARTITIONS: '2' } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Builtin Co');
-const kb = await svc.api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'FAQ' } });
+const kb = await svc.api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'FAQ', language: 'english' } });
 const kbId = kb.body.knowledgeBase.id as number;
-await svc.api('POST', `/api/knowledge-bases/${kbId}/documents`, {
-  token: user.token,
-  body: { title: 'Opening hours', content: 'Our shop is open from 9 am to 6 pm, Monday to Saturday.' },
-});
-const agent = await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'FAQ bot', knowledgeBaseId: kbId } });
-const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', agent.body.agent.id);
+const hoursDoc = (
+  await svc.api('POST', `/api/knowledge-bases/${kbId}/documents`, {
+    token: user.token,
+    body: { title: 'Shop', content: '# Shop\n\n## Opening hours\n\nOur shop is open from 9 am to 6 pm, Monday to Saturday.\n\n## Parking\n\nCustomers park for free behind the building.' },
+  })
+).body.document;
+const handoffAgent = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'FAQ bot', knowledgeBaseId: kbId } })).body.agent;
+const fallbackAgent = (
+  await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Fallback bot', knowledgeBaseId: kbId, onNoAnswer: 'fallback', fallbackMessage: 'I do not know that one, sorry. Try asking about our shop.' } })
+).body.agent;
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', handoffAgent.id);
+const fallbackIntegration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk 2', fallbackAgent.id);
 const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'builtin' });
 await waitForPartitions([worker], 2);
 
 const sentTo = (c: string) => stub.sent().filter((b) => b.client_id === c);
+const conversationOf = (client: string) => eventually(async () => (await sql(svc.orm, `select * from conversations where client_id = ?`, [client]))[0]);
 
-t.test('answers from the knowledge base', async (t) => {
-  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-1', 'What are your opening hours?'));
+t.test('agent defaults: onNoAnswer handoff, the default fallback text, threshold 0.5', async (t) => {
+  t.match(handoffAgent, { onNoAnswer: 'handoff', fallbackMessage: "Sorry, I don't have an answer to that.", relevanceThreshold: 0.5 });
+  t.match(fallbackAgent, { onNoAnswer: 'fallback', fallbackMessage: 'I do not know that one, sorry. Try asking about our shop.' });
+  const bad = await svc.api('PATCH', `/api/agents/${handoffAgent.id}`, { token: user.token, body: { onNoAnswer: 'guess', relevanceThreshold: 2 } });
+  t.equal(bad.status, 400);
+  t.same(bad.body.error.details.map((d: { field: string }) => d.field).sort(), ['onNoAnswer', 'relevanceThreshold']);
+});
+
+t.test('answers from the best chunk and records its source, shown by the messages API', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-1', 'When are you open?'));
   await stub.waitFor(() => sentTo('kb-1').length === 1);
-  t.match(sentTo('kb-1')[0].text, /9 am to 6 pm/);
+  t.equal(sentTo('kb-1')[0].text, 'Our shop is open from 9 am to 6 pm, Monday to Saturday.', 'the passage of the right chunk, nothing of the others');
+  const conv = await conversationOf('kb-1');
+  const messages = await svc.api('GET', `/api/conversations/${conv.id}/messages`, { token: user.token });
+  t.equal(messages.status, 200);
+  const [question, reply] = messages.body.messages;
+  t.equal(question.sources, null, 'a customer message has no sources');
+  t.match(reply, { role: 'agent', kind: 'reply', text: /9 am to 6 pm/ });
+  t.equal(reply.sources.length, 1);
+  t.match(reply.sources[0], { documentId: hoursDoc.id, chunkId: Number, title: 'Shop' });
+  const chunks = (await svc.api('GET', `/api/knowledge-bases/${kbId}/documents/${hoursDoc.id}/chunks`, { token: user.token })).body.chunks;
+  t.equal(chunks.find((c: { id: number }) => c.id === reply.sources[0].chunkId)?.heading, 'Shop › Opening hours', 'the cited chunk is the one quoted');
+});
+
+t.test('a misspelt question is still answered', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-typo', 'is parkng free?'));
+  await stub.waitFor(() => sentTo('kb-typo').length === 1);
+  t.match(sentTo('kb-typo')[0].text, /park for free/);
+});
+
+t.test('nothing relevant, onNoAnswer "handoff": the fallback text then a human', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-none', 'Do you sell bitcoin wallets?'));
+  await stub.waitFor(() => sentTo('kb-none').length === 1);
+  t.equal(sentTo('kb-none')[0].text, "Sorry, I don't have an answer to that. A human colleague will take over shortly.");
+  const conv = await conversationOf('kb-none');
+  t.same(conv.state, { paused: 'operator' });
+  t.equal(conv.snapshot.context.handoffReason, 'no_answer');
+});
+
+t.test('a weak match below the threshold is not guessed from', async (t) => {
+  // No chunk holds all of "opening hours of the parking": one has the hours, another the
+  // parking. At 0.9 the best chunk's share of the question is not enough.
+  t.equal((await svc.api('PATCH', `/api/agents/${handoffAgent.id}`, { token: user.token, body: { relevanceThreshold: 0.9 } })).status, 200);
+  t.teardown(() => svc.api('PATCH', `/api/agents/${handoffAgent.id}`, { token: user.token, body: { relevanceThreshold: 0.5 } }).then(() => {}));
+  await new Promise((r) => setTimeout(r, 5200)); // the runner's agent cache (5 s)
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-weak', 'opening hours of the parking'));
+  await stub.waitFor(() => sentTo('kb-weak').length === 1);
+  t.match(sentTo('kb-weak')[0].text, /^Sorry, I don't have an answer to that\./, 'a partial match is not answered at 0.9');
+});
+
+t.test('nothing relevant, onNoAnswer "fallback": the text only, the bot stays on', async (t) => {
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(fallbackIntegration, 'kb-fb', 'Do you sell bitcoin wallets?'));
+  await stub.waitFor(() => sentTo('kb-fb').length === 1);
+  t.equal(sentTo('kb-fb')[0].text, 'I do not know that one, sorry. Try asking about our shop.');
+  const conv = await conversationOf('kb-fb');
+  t.same(conv.state, { active: 'idle' }, 'not handed over');
+  const messages = (await svc.api('GET', `/api/conversations/${conv.id}/messages`, { token: user.token })).body.messages;
+  t.same(messages[1].sources, [], 'a fallback reply cites nothing');
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(fallbackIntegration, 'kb-fb', 'Where can I park?'));
+  await stub.waitFor(() => sentTo('kb-fb').length === 2);
+  t.match(sentTo('kb-fb')[1].text, /park for free/, 'the next question is answered by the bot');
 });
 
 t.test('asking for a person hands off: notice sent, conversation paused', async (t) => {
   await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'kb-2', 'I want to talk to a human please'));
   await stub.waitFor(() => sentTo('kb-2').length === 1);
   t.equal(sentTo('kb-2')[0].text, 'A human colleague will take over shortly.');
-  const conv = await eventually(async () => (await sql(svc.orm, `select * from conversations where client_id = 'kb-2'`))[0]);
+  const conv = await conversationOf('kb-2');
   t.same(conv.state, { paused: 'operator' });
   t.equal(conv.snapshot.context.handoffReason, 'asked_for_human');
   const tr = await sql(svc.orm, 'select * from conversation_transitions where conversation_id = ? order by seq', [conv.id]);
   t.match(tr[tr.length - 1].actions, [{ type: 'session_transfer_external', params: { origin: 'agent', reason: 'asked_for_human' } }]);
+});
+
+t.test("the path comes from the agent's provider: a new agent's very first message commits with its answer, like every later one", async (t) => {
+  // A new agent: its config is not cached yet when the first message arrives.
+  const fresh = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'New bot', knowledgeBaseId: kbId } })).body.agent;
+  const desk = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk 3', fresh.id);
+  for (const c of ['path-1', 'path-2']) {
+    await publishEnvelope(svc.nc, svc.config, messageEnvelope(desk, c, 'When are you open?'));
+    await stub.waitFor(() => sentTo(c).length === 1);
+  }
+  for (const c of ['path-1', 'path-2']) {
+    const conv = await conversationOf(c);
+    // One transaction: PostgreSQL's now() is the same for every row it wrote.
+    const rows = await sql(svc.orm, `select role, created_at::text as created_at from conversation_messages where conversation_id = ? order by seq`, [conv.id]);
+    t.same(rows.map((r) => r.role), ['customer', 'agent']);
+    t.equal(rows[0].created_at, rows[1].created_at, `${c}: question and answer committed in one transaction`);
+    const tr = await sql(svc.orm, `select event, at::text as at from conversation_transitions where conversation_id = ? order by seq`, [conv.id]);
+    t.same(tr.map((r) => r.event), ['customer.message', 'xstate.done.actor.agent']);
+    t.equal(tr[0].at, tr[1].at, `${c}: one transaction in the log too`);
+  }
 });

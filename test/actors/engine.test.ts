@@ -34,7 +34,8 @@ t.test('a customer message gets exactly one reply with the right body and header
   await new Promise((r) => setTimeout(r, 300));
   const sent = stub.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages' && r.body?.client_id === 'c-one');
   t.equal(sent.length, 1, 'one reply');
-  t.same(sent[0]!.body, { client_id: 'c-one', text: 'echo: hello there', transport: 'whatsapp', channel_id: '77', type: 'to_client' });
+  const [outbox] = await sql(svc.orm, `select o.id::text from outbox o join conversations c on c.id = o.conversation_id where c.client_id = 'c-one'`);
+  t.same(sent[0]!.body, { client_id: 'c-one', text: 'echo: hello there', transport: 'whatsapp', channel_id: 77, type: 'to_client', external_id: outbox.id }, 'external_id is our outbox row id; a numeric channel id goes out as a number');
   t.equal(sent[0]!.headers.authorization, stub.token, 'bare token, no Bearer');
   const [conv] = await conversationsOf('c-one');
   t.equal(conv.status, 'active');

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { costUsd, DEFAULT_MODEL_PRICING, FREE, pricingFor } from '../../actors/agents/pricing.js';
-import { buildPrompt, estimateTokens, type HistoryMessage } from '../../actors/agents/prompt.js';
+import { costUsd, DEFAULT_MODEL_PRICING, FREE, pricingFor } from '../../lib/agents/pricing.js';
+import { buildPrompt, estimateTokens, type HistoryMessage } from '../../lib/agents/prompt.js';
 
 t.test('cost of a call: exact decimals, no floating point', async (t) => {
   const gpt4o = { inputUsdPerMTok: '2.50', outputUsdPerMTok: '10.00' };

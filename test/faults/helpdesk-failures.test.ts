@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startChat2DeskStub, type RecordedRequest } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
-import { deliver, dropStreamAtEnd } from '../support/webhooks.js';
+import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { createHelpdeskIntegration, echoAgent, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 /**
@@ -10,7 +10,7 @@ import { createHelpdeskIntegration, echoAgent, eventually, startTestWorker, wait
  * recorded on the conversation's message (delivery "failed" with its reason, through the API).
  */
 const svc = await startTestService(t, 'helpdeskfail', { env: { PARTITIONS: '2' } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Flaky Desk Co');
 const integration = await createHelpdeskIntegration(svc, user, stub);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -7,21 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { Test } from 'tap';
+import { freePort } from '../support/local-server.js';
+import { startNatsCluster as startCluster } from '../support/nats-cluster.js';
 
 /** Shared helpers of the fault suite: worker child processes, a restartable nats-server, a cuttable TCP proxy. */
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,13 +38,13 @@ export interface WorkerProcess {
 export function startWorkerProcess(t: Test, env: Record<string, string>): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'actors/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', ALLOW_PRIVATE_URLS: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const keep = (b: Buffer) => {
     out += b.toString('utf8');
-    if (out.length > 200_000) out = out.slice(-100_000);
+    if (out.length > 2_000_000) out = out.slice(-1_000_000);
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
@@ -175,4 +168,61 @@ export async function pool<T>(items: T[], n: number, fn: (item: T, i: number) =>
       }
     }),
   );
+}
+
+export interface PrivatePostgres {
+  /** `postgresql://root@127.0.0.1:<port>` (no database). */
+  baseUrl: string;
+  port: number;
+  stop: () => Promise<void>;
+  start: () => Promise<void>;
+}
+
+/** The uid and gid of a system account, from /etc/passwd. */
+async function account(name: string): Promise<{ uid: number; gid: number }> {
+  const line = (await readFile('/etc/passwd', 'utf8')).split('\n').find((l) => l.startsWith(`${name}:`));
+  if (!line) throw new Error(`no ${name} account on this machine`);
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+function run(cmd: string, args: string[], opts: { uid: number; gid: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { uid: opts.uid, gid: opts.gid, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}: ${err.slice(-500)}`))));
+  });
+}
+
+/**
+ * A PostgreSQL instance of the test's own (the installed server's initdb and pg_ctl, run as
+ * the `postgres` account, which PostgreSQL requires), on a free port, stopped and started
+ * again by the test; removed at teardown. Trust auth for `root`, like the machine's own.
+ */
+export async function startPrivatePostgres(t: Test): Promise<PrivatePostgres> {
+  const versions = (await readdir('/usr/lib/postgresql')).sort((a, b) => Number(a) - Number(b));
+  const bin = `/usr/lib/postgresql/${versions.at(-1)}/bin`;
+  const owner = await account('postgres');
+  const dir = await mkdtemp(join(tmpdir(), 'mas-faults-pg-'));
+  await chown(dir, owner.uid, owner.gid);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  await run(`${bin}/initdb`, ['-D', data, '-U', 'root', '--auth=trust', '-E', 'UTF8', '--no-sync'], owner);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  const start = () => run(`${bin}/pg_ctl`, ['-D', data, '-o', options, '-w', '-t', '30', '-l', join(dir, 'log'), 'start'], owner);
+  const stop = () => run(`${bin}/pg_ctl`, ['-D', data, '-m', 'fast', '-w', 'stop'], owner);
+  t.teardown(async () => {
+    await stop().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+  await start();
+  return { baseUrl: `postgresql://root@127.0.0.1:${port}`, port, stop, start };
+}
+
+export type { NatsCluster } from '../support/nats-cluster.js';
+
+/** A JetStream cluster of `size` nats-server nodes for this test (support/nats-cluster.ts), removed at teardown. */
+export function startNatsCluster(t: Test, size = 3) {
+  return startCluster((step) => t.teardown(step), size);
 }

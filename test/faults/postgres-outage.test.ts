@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
+import { dropNatsPrefixAtEnd } from '../support/service.js';
 import { startGateway } from '../../gateway/server.js';
 import { loadConfig } from '../../lib/config.js';
 import { openDatabase } from '../../lib/db.js';
@@ -26,7 +27,8 @@ const proxiedUrl = new URL(directUrl);
 proxiedUrl.hostname = '127.0.0.1';
 proxiedUrl.port = String(proxy.port);
 
-const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: proxiedUrl.toString(), NATS_URL: TEST_NATS_URL, NATS_PREFIX: `t${randomBytes(4).toString('hex')}`, PARTITIONS: '2' });
+const config = loadConfig({ NODE_ENV: 'test', ALLOW_PRIVATE_URLS: 'true', DATABASE_URL: proxiedUrl.toString(), NATS_URL: TEST_NATS_URL, NATS_PREFIX: `t${randomBytes(4).toString('hex')}`, PARTITIONS: '2' });
+dropNatsPrefixAtEnd(t, { config }); // registered first: runs after the workers and gateways stop
 const orm = await openDatabase({ url: config.databaseUrl, poolMax: 10 });
 const nc = await connectNats(config.natsUrl, 'test-pgoutage');
 const gateway = await startGateway({ config, orm, nc, logger: createLogger('silent') }, { port: 0, host: '127.0.0.1' });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { checkExactlyOnceInOrder, setupBacklog } from './backlog.js';
-import { sleep, startWorkerProcess, waitUntil } from './helpers.js';
+import { untilIdle } from '../support/worker.js';
+import { startWorkerProcess, waitUntil } from './helpers.js';
 
 /**
  * SIGTERM during load: a worker process stops in an orderly way in the middle of a backlog
@@ -32,7 +33,7 @@ t.test('SIGTERM mid-backlog: nothing lost, nothing doubled, in order', async (t)
     t.comment(restarted.output().slice(-3000));
     throw err;
   }
-  await sleep(1500);
+  await untilIdle(b.svc);
   checkExactlyOnceInOrder(t, b);
   t.comment(`total ${Date.now() - started} ms`);
 });

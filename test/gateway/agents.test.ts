@@ -58,3 +58,27 @@ t.test("an agent cannot point at another company's knowledge base", async (t) =>
   t.equal(res.status, 400);
   t.equal(res.body.error.details[0].field, 'knowledgeBaseId');
 });
+
+t.test('model pricing as decimal strings or JSON numbers; model.maxConcurrency', async (t) => {
+  const model = { provider: 'openai', name: 'm', baseUrl: 'https://llm.example.com/v1' };
+  const numbers = await api('POST', '/api/agents', { token: acme.token, body: { name: 'Priced', model: { ...model, pricing: { inputUsdPerMTok: 0.15, outputUsdPerMTok: 0.6 }, maxConcurrency: 50 } } });
+  t.equal(numbers.status, 201);
+  t.same(numbers.body.agent.model.pricing, { inputUsdPerMTok: '0.15', outputUsdPerMTok: '0.6' }, 'stored and shown as decimal strings, exactly as written');
+  t.equal(numbers.body.agent.model.maxConcurrency, 50);
+  const id = numbers.body.agent.id;
+  const tiny = await api('PATCH', `/api/agents/${id}`, { token: acme.token, body: { model: { pricing: { inputUsdPerMTok: 1e-7, outputUsdPerMTok: '2.50' }, maxConcurrency: null } } });
+  t.equal(tiny.status, 200);
+  t.same(tiny.body.agent.model.pricing, { inputUsdPerMTok: '0.0000001', outputUsdPerMTok: '2.50' }, 'a number in exponent notation is written out; strings stay as sent');
+  t.equal(tiny.body.agent.model.maxConcurrency, null, 'null removes the cap');
+  t.equal((await api('GET', '/api/agents', { token: acme.token })).body.agents.find((a: { id: number }) => a.id === id).model.pricing.inputUsdPerMTok, '0.0000001');
+
+  const bad = await api('PATCH', `/api/agents/${id}`, { token: acme.token, body: { model: { pricing: { inputUsdPerMTok: -1, outputUsdPerMTok: 1e12 }, maxConcurrency: 0 } } });
+  t.equal(bad.status, 400);
+  t.same(bad.body.error.details.map((d: { field: string }) => d.field).sort(), ['model.maxConcurrency', 'model.pricing.inputUsdPerMTok', 'model.pricing.outputUsdPerMTok']);
+  const precise = await api('PATCH', `/api/agents/${id}`, { token: acme.token, body: { model: { pricing: { inputUsdPerMTok: 0.1234567891, outputUsdPerMTok: 1 } } } });
+  t.equal(precise.status, 400);
+  t.same(precise.body.error.details, [{ field: 'model.pricing.inputUsdPerMTok', message: 'must have at most 9 decimals' }], 'never rounded');
+  const fractional = await api('PATCH', `/api/agents/${id}`, { token: acme.token, body: { model: { maxConcurrency: 1.5 } } });
+  t.equal(fractional.status, 400);
+  t.same((await api('GET', `/api/agents/${id}`, { token: acme.token })).body.agent.model.pricing, { inputUsdPerMTok: '0.0000001', outputUsdPerMTok: '2.50' }, 'nothing changed by the refused requests');
+});

@@ -94,7 +94,7 @@ t.test('operator pause, reply, resume, close through the API', async (t) => {
   t.equal(reply.status, 200);
   t.equal(reply.body.conversation.status, 'paused');
   await stub.waitFor(() => sentTo('op-1').length === 3);
-  t.same(sentTo('op-1')[2], { client_id: 'op-1', text: 'Hi, a human here.', transport: 'telegram', channel_id: 'ch-1', type: 'to_client' });
+  t.match(sentTo('op-1')[2], { client_id: 'op-1', text: 'Hi, a human here.', transport: 'telegram', channel_id: 'ch-1', type: 'to_client', external_id: /^\d+$/ });
   const badReply = await svc.api('POST', `/api/conversations/${convId}/messages`, { token: alice.token, body: { text: '' } });
   t.equal(badReply.status, 400);
 
@@ -158,6 +158,6 @@ t.test('the machine definition', async (t) => {
   t.equal(res.body.machine.id, 'conversation');
   for (const s of ['active', 'active.idle', 'active.answering', 'paused', 'paused.operator', 'paused.transferred', 'closed']) t.ok(res.body.machine.states.includes(s), s);
   t.ok(res.body.machine.events.includes('helpdesk.dialog_transferred'));
-  t.same(res.body.machine.hostActions, ['agent_reply', 'session_transfer_external', 'session_close']);
+  t.same(res.body.machine.hostActions, ['agent_reply', 'session_transfer_external', 'session_close', 'lead_stage']);
   t.type(res.body.machine.definition, 'object');
 });

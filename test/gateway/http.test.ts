@@ -6,7 +6,11 @@ t.test('health, readiness and metrics', async (t) => {
   t.same((await svc.api('GET', '/healthz')).body, { ok: true });
   const ready = await svc.api('GET', '/readyz');
   t.equal(ready.status, 200);
-  t.same(ready.body.checks, { postgres: 'ok', nats: 'ok' });
+  t.same(ready.body.checks, {
+    postgres: 'ok',
+    nats: 'ok',
+    natsReplicas: { status: 'ok', expected: 1, streams: { [`${svc.config.natsPrefix}_INBOUND`]: { replicas: 1, current: 1, leader: null } } },
+  }, 'ready, with how the streams are replicated (one server: no leader named)');
   await svc.api('GET', '/api/billing');
   const metrics = await svc.api('GET', '/metrics');
   t.equal(metrics.status, 200);

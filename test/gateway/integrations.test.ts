@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, deliver, dropStreamAtEnd } from '../support/webhooks.js';
+import { createAgent, createIntegration, deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 
 const PUBLIC = 'https://hooks.example.test';
 const globalDesk = await startChat2DeskStub(t, 'tok-global-account');
@@ -9,7 +9,7 @@ const europeDesk = await startChat2DeskStub(t, 'tok-europe-account');
 const svc = await startTestService(t, 'integrations', {
   env: { HELPDESK_GLOBAL_URL: globalDesk.url, HELPDESK_EUROPE_URL: europeDesk.url, PUBLIC_BASE_URL: PUBLIC },
 });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const { api } = svc;
 const acme = await signUp(api, 'Acme');
 const acmeAgent = await createAgent(api, acme.token);
@@ -188,6 +188,35 @@ t.test('region: both instances are asked at once', async (t) => {
   const e = await createIntegration(api, acme.token, { name: 'Slow', agentId: acmeAgent, apiToken: 'tok-any' });
   t.equal(e.region, 'europe');
   t.ok(Date.now() - started < 1150, `two 600 ms answers took ${Date.now() - started} ms`);
+});
+
+t.test('an apiUrl without its apiToken is refused; PATCH {apiUrl: null} clears it', async (t) => {
+  const base = { type: 'helpdesk', name: 'Half set', agentId: acmeAgent };
+  for (const [label, body] of [
+    ['apiUrl alone', { ...base, apiUrl: globalDesk.url }],
+    ['region alone', { ...base, region: 'europe' }],
+  ] as const) {
+    const res = await api('POST', '/api/integrations', { token: acme.token, body });
+    t.equal(res.status, 400, label);
+    t.equal(res.body.error.code, 'VALIDATION_ERROR');
+    t.same(res.body.error.details.map((d: { field: string }) => d.field), ['apiToken'], `${label}: names apiToken`);
+    t.match(res.body.error.message, /no reply can be sent/);
+  }
+
+  const i = await createIntegration(api, acme.token, { name: 'Clearable', agentId: acmeAgent, apiToken: 'tok-global-account' });
+  t.equal(i.apiUrl, globalDesk.url);
+  const dropToken = await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { apiToken: null } });
+  t.equal(dropToken.status, 400, 'the token cannot go while the apiUrl stays');
+  t.same(dropToken.body.error.details.map((d: { field: string }) => d.field), ['apiToken']);
+
+  const probes = apiInfoCalls();
+  const cleared = await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { apiUrl: null } });
+  t.equal(cleared.status, 200);
+  t.match(cleared.body.integration, { apiUrl: null, region: null, hasApiToken: true, webhookStatus: 'pending' }, 'cleared, not found again with the stored token');
+  t.equal(apiInfoCalls(), probes, 'no instance was asked');
+  t.equal((await api('GET', `/api/integrations/${i.id}`, { token: acme.token })).body.integration.apiUrl, null, 'stored');
+  const registered = await api('POST', `/api/integrations/${i.id}/register-webhook`, { token: acme.token });
+  t.equal(registered.body.error?.code, 'not_supported', 'no apiUrl: nothing to register with');
 });
 
 t.test('region: 502 when neither instance can be reached', async (t) => {

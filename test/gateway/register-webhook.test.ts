@@ -1,13 +1,13 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webhooks.js';
+import { createAgent, createIntegration, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 
 const PUBLIC = 'https://mas.example.test';
 const TOKEN = 'c2d-account-token-4711';
 const desk = await startChat2DeskStub(t, TOKEN);
 const svc = await startTestService(t, 'register_webhook', { env: { HELPDESK_GLOBAL_URL: desk.url, PUBLIC_BASE_URL: PUBLIC } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const { api } = svc;
 const owner = await signUp(api, 'Registering Co');
 const agentId = await createAgent(api, owner.token);
@@ -70,14 +70,15 @@ t.test('400 not_supported without apiUrl, or for webchat', async (t) => {
   t.equal((await api('GET', `/api/integrations/${plain.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending');
 });
 
-t.test('502 with the helpdesk own message when it refuses or is down', async (t) => {
+t.test('502 naming what the helpdesk answered (never its own words) when it refuses or is down', async (t) => {
   t.teardown(() => desk.handle(null));
   const i = await createIntegration(api, owner.token, { name: 'Refused', agentId, apiToken: TOKEN, region: 'global' });
   desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 400, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
   const full = await register(i.id);
   t.equal(full.status, 502);
   t.equal(full.body.error.code, 'UPSTREAM_ERROR');
-  t.match(full.body.error.message, /Webhooks limit \(5\) reached/);
+  t.match(full.body.error.message, /HTTP 400/);
+  t.notMatch(full.body.error.message, /Webhooks limit/, 'the helpdesk\'s own text is not relayed');
   t.notOk(JSON.stringify(full.body).includes(TOKEN), 'never the token');
   t.equal((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending', 'still pending');
   desk.handle(null);
@@ -85,7 +86,7 @@ t.test('502 with the helpdesk own message when it refuses or is down', async (t)
   const wrong = await createIntegration(api, owner.token, { name: 'Wrong token', agentId, apiUrl: desk.url, apiToken: 'wrong-token-9876' });
   const refused = await register(wrong.id);
   t.equal(refused.status, 502);
-  t.match(refused.body.error.message, /Wrong token/);
+  t.match(refused.body.error.message, /refused the API token \(HTTP 401\)/);
   t.notOk(refused.body.error.message.includes('wrong-token-9876'), 'never the token');
 
   const gone = await createIntegration(api, owner.token, { name: 'Gone', agentId, apiUrl: 'http://127.0.0.1:9', apiToken: TOKEN });
@@ -93,4 +94,47 @@ t.test('502 with the helpdesk own message when it refuses or is down', async (t)
   t.equal(down.status, 502);
   t.equal(down.body.error.code, 'UPSTREAM_ERROR');
   t.match(down.body.error.message, /unreachable|timed out/);
+});
+
+t.test('HTTP 200 with {"status":"error"} is a failed registration, not a success', async (t) => {
+  t.teardown(() => desk.handle(null));
+  const i = await createIntegration(api, owner.token, { name: 'Status error', agentId, apiToken: TOKEN, region: 'global' });
+  desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 200, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
+  const res = await register(i.id);
+  t.equal(res.status, 502);
+  t.equal(res.body.error.code, 'UPSTREAM_ERROR');
+  t.match(res.body.error.message, /status "error" \(HTTP 200\)/, 'says what came back');
+  t.notMatch(res.body.error.message, /limit/, "never the helpdesk's own words");
+  t.match((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration, { webhookStatus: 'pending', webhookRegisteredAt: null });
+});
+
+t.test('re-registering switches a disabled webhook back on and reads its status back', async (t) => {
+  const i = await createIntegration(api, owner.token, { name: 'Switched off', agentId, apiToken: TOKEN, region: 'global' });
+  t.equal((await register(i.id)).status, 200);
+  const hook = desk.webhooks.find((w) => w.url === `${PUBLIC}/api/webhook/helpdesk/${i.id}`)!;
+  t.equal(hook.status, 'enable', 'created switched on');
+  // Chat2Desk switches a webhook off after 5 h without a successful delivery.
+  desk.disableWebhook(hook.id);
+  const before = desk.requests.length;
+  const again = await register(i.id);
+  t.equal(again.status, 200);
+  t.equal(hook.status, 'enable', 'switched on again');
+  const calls = desk.requests.slice(before).map((r) => `${r.method} ${r.path}`);
+  t.same(calls, ['GET /v1/webhooks', `PUT /v1/webhooks/${hook.id}`, 'GET /v1/webhooks'], 'found, updated, read back');
+  t.match(desk.requests.slice(before)[1]!.body, { url: hook.url, events: EVENTS, status: 'enable' });
+});
+
+t.test('a helpdesk that keeps the webhook switched off: 502, and the badge no longer says OK', async (t) => {
+  t.teardown(() => desk.handle(null));
+  const i = await createIntegration(api, owner.token, { name: 'Stays off', agentId, apiToken: TOKEN, region: 'global' });
+  t.equal((await register(i.id)).status, 200);
+  t.equal((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration.webhookStatus, 'ok');
+  const hook = desk.webhooks.find((w) => w.url === `${PUBLIC}/api/webhook/helpdesk/${i.id}`)!;
+  desk.disableWebhook(hook.id);
+  // The helpdesk says success but does not switch it on.
+  desk.handle((r) => (r.method === 'PUT' && r.path === `/v1/webhooks/${hook.id}` ? { status: 200, body: { status: 'success', data: hook } } : undefined));
+  const res = await register(i.id);
+  t.equal(res.status, 502);
+  t.match(res.body.error.message, /keeps the webhook switched off/);
+  t.equal((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending');
 });

@@ -1,12 +1,13 @@
 import { SignJWT } from 'jose';
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
-import { dropStreamAtEnd, startPeerGateway } from '../support/webhooks.js';
+import { dropNatsPrefixAtEnd, startPeerGateway } from '../support/webhooks.js';
 import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
-import { createWebchatIntegration, openChat, startWebchatGateway, UpgradeRefused, type ChatClient } from '../support/webchat.js';
+import { streamNames } from '../../lib/streams.js';
+import { createWebchatIntegration, openChat, startWebchatGateway, UpgradeRefused, type ChatClient, type Frame, type OpenChatOptions } from '../support/webchat.js';
 
 const svc = await startTestService(t, 'webchat', { env: { PARTITIONS: '4' } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const user = await signUp(svc.api, 'Webchat Co');
 const chat = await createWebchatIntegration(svc.api, user.token);
 const agent = echoAgent({ delayMs: (text) => (text.startsWith('slow') ? 250 : 0) });
@@ -30,15 +31,18 @@ async function say(c: ChatClient, clientMessageId: string, text: string) {
 
 t.test('hello, welcome, message, ack, the agent reply', async (t) => {
   const { c, welcome } = await visitor(t);
-  t.match(welcome, { type: 'welcome', visitorId: UUID, visitorToken: String, conversationId: Number });
-  const [conv] = await sql(svc.orm, 'select * from conversations where id = ?', [welcome.conversationId]);
-  t.match(conv, { channel: 'webchat', client_id: welcome.visitorId, status: 'active', integration_id: chat.id, company_id: chat.companyId }, 'the session is created at hello');
+  t.match(welcome, { type: 'welcome', visitorId: UUID, visitorToken: String, conversationId: null }, 'no session before the first message');
 
   c.send({ type: 'ping' });
   t.same(await c.next(), { type: 'pong' });
 
   c.send({ type: 'message', clientMessageId: 'm-1', text: 'hello there' });
-  t.same(await c.next(), { type: 'ack', clientMessageId: 'm-1', seq: 1 }, 'ack once stored, with its seq');
+  const session = await c.next();
+  t.match(session, { type: 'welcome', visitorId: welcome.visitorId, visitorToken: String, conversationId: Number }, 'the session the message opened is announced');
+  const conversationId = session.conversationId;
+  t.same(await c.next(), { type: 'ack', clientMessageId: 'm-1', seq: 1, conversationId }, 'ack once stored, with its seq and session');
+  const [conv] = await sql(svc.orm, 'select * from conversations where id = ?', [conversationId]);
+  t.match(conv, { channel: 'webchat', client_id: welcome.visitorId, status: 'active', integration_id: chat.id, company_id: chat.companyId });
   const reply = await c.next();
   t.match(reply, { type: 'message', seq: 2, role: 'agent', text: 'echo: hello there' });
   t.ok(!Number.isNaN(Date.parse(reply.at)), 'at is a timestamp');
@@ -46,8 +50,8 @@ t.test('hello, welcome, message, ack, the agent reply', async (t) => {
   t.same(await c.drain(300), [], 'the own message is not echoed back');
 
   const [receipt] = await sql(svc.orm, 'select * from inbound_receipts where integration_id = ? and idempotency_key = ?', [chat.id, `webchat:${welcome.visitorId}:m-1`]);
-  t.equal(receipt?.conversation_id, welcome.conversationId, 'processed through the engine with the clientMessageId as idempotency key');
-  const msgs = await sql(svc.orm, 'select seq, role, external_id, delivery from conversation_messages where conversation_id = ? order by seq', [welcome.conversationId]);
+  t.equal(receipt?.conversation_id, conversationId, 'processed through the engine with the clientMessageId as idempotency key');
+  const msgs = await sql(svc.orm, 'select seq, role, external_id, delivery from conversation_messages where conversation_id = ? order by seq', [conversationId]);
   t.same(msgs, [
     { seq: 1, role: 'customer', external_id: 'm-1', delivery: null },
     { seq: 2, role: 'agent', external_id: null, delivery: 'sent' },
@@ -55,13 +59,14 @@ t.test('hello, welcome, message, ack, the agent reply', async (t) => {
 
   const again = await visitor(t, { visitorToken: welcome.visitorToken });
   t.equal(again.welcome.visitorId, welcome.visitorId, 'the token resumes the same visitor');
-  t.equal(again.welcome.conversationId, welcome.conversationId, 'and the same open session');
+  t.equal(again.welcome.conversationId, conversationId, 'and the same open session');
   t.same((await again.c.drain(500)).map((f) => [f.seq, f.role, f.text]), [[1, 'customer', 'hello there'], [2, 'agent', 'echo: hello there']], 'no lastSeq: the whole session is replayed');
 });
 
 t.test('resume: what an operator wrote while the visitor was away, exactly once', async (t) => {
-  const { c, welcome } = await visitor(t);
-  await say(c, 'r-1', 'first');
+  const { c, welcome: first } = await visitor(t);
+  const { conversationId } = await say(c, 'r-1', 'first');
+  const welcome: Frame = { ...first, conversationId };
   t.match(await c.next('message'), { seq: 2, role: 'agent' });
   await c.close();
 
@@ -97,7 +102,7 @@ t.test('resume: what an operator wrote while the visitor was away, exactly once'
   const rewelcome = await back.c.next();
   t.match(rewelcome, { type: 'welcome', visitorId: welcome.visitorId, conversationId: Number }, 'a new session is announced');
   t.not(rewelcome.conversationId, welcome.conversationId);
-  t.same(await back.c.next(), { type: 'ack', clientMessageId: 'r-3', seq: 1 }, 'seqs start again in the new session');
+  t.same(await back.c.next(), { type: 'ack', clientMessageId: 'r-3', seq: 1, conversationId: rewelcome.conversationId }, 'seqs start again in the new session');
   t.match(await back.c.next(), { type: 'message', seq: 2, role: 'agent', text: 'echo: new question' });
 
   // A lastSeq of the closed session does not hide the new session's messages.
@@ -116,9 +121,10 @@ t.test('two tabs: a replay racing live messages neither duplicates nor skips', a
     a.send({ type: 'message', clientMessageId: `tab-${i}`, text: `slow q${i}` });
   }
   // Tab B joins while A's messages and their (slow) replies are being processed.
-  await a.next('ack');
+  const { conversationId } = await a.next('ack');
   const b = await visitor(t, { visitorToken: welcome.visitorToken });
-  t.ok(b.c.frames.length < 10 || (await sql(svc.orm, 'select message_seq from conversations where id = ?', [welcome.conversationId]))[0].message_seq < 10, 'B joined mid-stream');
+  t.equal(b.welcome.conversationId, conversationId, 'B joins the session A opened');
+  t.ok(b.c.frames.length < 10 || (await sql(svc.orm, 'select message_seq from conversations where id = ?', [conversationId]))[0].message_seq < 10, 'B joined mid-stream');
   await eventually(async () => b.c.frames.filter((f) => f.type === 'message').length >= 10 || null, 15_000, 'tab B sees all ten messages');
   await b.c.drain(400);
   const seqs = b.c.frames.filter((f) => f.type === 'message').map((f) => f.seq);
@@ -132,10 +138,11 @@ t.test('two tabs: a replay racing live messages neither duplicates nor skips', a
 
 t.test('a socket on another gateway process gets the reply and operator messages', async (t) => {
   const peer = await startPeerGateway(t, svc);
-  const { c, welcome } = await visitor(t, {}, peer.url);
-  t.same(await say(c, 'p-1', 'from the peer'), { type: 'ack', clientMessageId: 'p-1', seq: 1 });
+  const { c } = await visitor(t, {}, peer.url);
+  const ack = await say(c, 'p-1', 'from the peer');
+  t.same(ack, { type: 'ack', clientMessageId: 'p-1', seq: 1, conversationId: ack.conversationId });
   t.match(await c.next(), { type: 'message', seq: 2, role: 'agent', text: 'echo: from the peer' });
-  const res = await svc.api('POST', `/api/conversations/${welcome.conversationId}/messages`, { token: user.token, body: { text: 'written on the first gateway' } });
+  const res = await svc.api('POST', `/api/conversations/${ack.conversationId}/messages`, { token: user.token, body: { text: 'written on the first gateway' } });
   t.equal(res.status, 200);
   t.match(await c.next(), { type: 'message', seq: 3, role: 'operator', text: 'written on the first gateway' });
 });
@@ -165,7 +172,9 @@ t.test('bad frames get an error frame; the socket stays usable', async (t) => {
   c.send({ type: 'message', clientMessageId: 'x2', text: 'y'.repeat(4097) });
   t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR', clientMessageId: 'x2' });
   c.send({ type: 'message', clientMessageId: 'x3', text: 'still here' });
-  t.same(await c.next(), { type: 'ack', clientMessageId: 'x3', seq: 1 }, 'still usable');
+  const session = await c.next();
+  t.match(session, { type: 'welcome', conversationId: Number });
+  t.same(await c.next(), { type: 'ack', clientMessageId: 'x3', seq: 1, conversationId: session.conversationId }, 'still usable');
   t.match(await c.next(), { type: 'message', role: 'agent', text: 'echo: still here' });
 });
 
@@ -192,7 +201,7 @@ t.test('an oversized frame closes with 1009, a flood with 1008', async (t) => {
 
 t.test('tokens: forged, foreign or API tokens never reach another visitor', async (t) => {
   const victim = await visitor(t);
-  await say(victim.c, 'secret-1', 'my secret');
+  const { conversationId: victimConversation } = await say(victim.c, 'secret-1', 'my secret');
   await victim.c.next('message');
   const other = await createWebchatIntegration(svc.api, user.token, { name: 'Other site' });
   const otherCompany = await signUp(svc.api, 'Other Co');
@@ -224,7 +233,7 @@ t.test('tokens: forged, foreign or API tokens never reach another visitor', asyn
     const w = await c.next();
     t.equal(w.type, 'welcome', `${what}: a fresh visitor`);
     t.not(w.visitorId, victim.welcome.visitorId);
-    t.not(w.conversationId, victim.welcome.conversationId);
+    t.equal(w.conversationId, null, `${what}: no session (the victim's is ${victimConversation})`);
     t.same(await c.drain(200), [], `${what}: nothing of anyone's history`);
     c.ws.terminate();
   }
@@ -233,7 +242,7 @@ t.test('tokens: forged, foreign or API tokens never reach another visitor', asyn
   t.equal(api.status, 401);
 });
 
-t.test('upgrades refused: unknown, not webchat, inactive, wrong Origin, too many sockets', async (t) => {
+t.test('upgrades refused: unknown, not webchat, inactive, wrong Origin', async (t) => {
   const refused = async (id: number | string, origin?: string) => {
     try {
       const c = await openChat(t, svc.url, id, { origin });
@@ -269,19 +278,21 @@ t.test('the same clientMessageId twice: one stored message, one reply', async (t
   const { c, welcome } = await visitor(t);
   c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
   c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
-  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
-  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
+  const first = await c.next('ack');
+  const conversationId = first.conversationId;
+  t.same(first, { type: 'ack', clientMessageId: 'dup-1', seq: 1, conversationId });
+  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1, conversationId });
   t.match(await c.next('message'), { seq: 2, role: 'agent' });
   c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
-  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 }, 'a late resend is acked from the database');
+  t.same(await c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1, conversationId }, 'a late resend is acked from the database');
   // And again from another socket of the same visitor (a reload that resends).
   const again = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 2 });
   again.c.send({ type: 'message', clientMessageId: 'dup-1', text: 'once please' });
-  t.same(await again.c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1 });
+  t.same(await again.c.next('ack'), { type: 'ack', clientMessageId: 'dup-1', seq: 1, conversationId });
   await new Promise((r) => setTimeout(r, 500));
-  const rows = await sql(svc.orm, 'select role from conversation_messages where conversation_id = ? order by seq', [welcome.conversationId]);
+  const rows = await sql(svc.orm, 'select role from conversation_messages where conversation_id = ? order by seq', [conversationId]);
   t.same(rows.map((r) => r.role), ['customer', 'agent']);
-  t.equal(agent.calls.filter((x) => x.conversationId === welcome.conversationId).length, 1, 'the agent ran once');
+  t.equal(agent.calls.filter((x) => x.conversationId === conversationId).length, 1, 'the agent ran once');
   t.same(await c.drain(100), []);
 });
 
@@ -297,16 +308,19 @@ t.test('GET /widget.js', async (t) => {
   t.equal(cached.status, 304);
 });
 
-t.test('limits: sockets per integration, heartbeat, hello timeout', async (t) => {
-  const gw = await startWebchatGateway(t, svc, { maxSocketsPerIntegration: 2, heartbeatMs: 200, helloTimeoutMs: 400 });
+t.test('limits: sockets per process (global cap), heartbeat, hello timeout', async (t) => {
+  const gw = await startWebchatGateway(t, svc, { heartbeatMs: 200, helloTimeoutMs: 400 }, 0, { webchat: { maxSockets: 2 } });
   const first = await openChat(t, gw.url, chat.id);
-  const second = await openChat(t, gw.url, chat.id, { autoPong: false });
+  const second = await openChat(t, gw.url, chat.id, { autoPong: false, localAddress: '127.0.0.9' });
   await first.hello();
   await second.hello();
-  const over = await openChat(t, gw.url, chat.id).catch((err: unknown) => err);
-  t.equal(over instanceof UpgradeRefused && over.status, 503, 'a third socket is refused');
+  const over = await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.10' }).catch((err: unknown) => err);
+  t.ok(over instanceof UpgradeRefused, 'a third socket is refused, from whichever address');
+  t.equal((over as UpgradeRefused).status, 429);
+  t.match(JSON.parse((over as UpgradeRefused).body), { error: { code: 'RATE_LIMITED', message: String } });
+  t.match((over as UpgradeRefused).headers['retry-after'], /^\d+$/, 'with Retry-After');
   const elsewhere = await openChat(t, svc.url, chat.id);
-  t.ok(elsewhere, 'the limit is per gateway process and integration');
+  t.ok(elsewhere, 'the cap is per gateway process');
 
   const dead = await second.closed;
   t.equal(dead.code, 1006, 'a socket that does not answer pings is terminated');
@@ -315,4 +329,138 @@ t.test('limits: sockets per integration, heartbeat, hello timeout', async (t) =>
   const third = await openChat(t, gw.url, chat.id);
   t.ok(third, 'a freed slot is taken again');
   t.equal((await third.closed).code, 1008, 'no hello in time: closed');
+});
+
+/** The status an upgrade gets: 101 when the socket opened (closed again at once), else the refusal. */
+async function upgradeStatus(t: Parameters<typeof openChat>[0], url: string, options: OpenChatOptions = {}): Promise<number> {
+  try {
+    const c = await openChat(t, url, chat.id, options);
+    c.ws.terminate();
+    return 101;
+  } catch (err) {
+    if (err instanceof UpgradeRefused) return err.status;
+    throw err;
+  }
+}
+
+t.test('hello alone creates no session; the first message does, announced by the worker after its commit', async (t) => {
+  const countRows = async () => (await sql(svc.orm, 'select count(*)::int as n from conversations where integration_id = ?', [chat.id]))[0].n as number;
+  const before = await countRows();
+  const visitors = [];
+  for (let i = 0; i < 5; i++) visitors.push(await visitor(t));
+  const back = await visitor(t, { visitorToken: visitors[0]!.welcome.visitorToken, lastSeq: 0 });
+  t.equal(back.welcome.visitorId, visitors[0]!.welcome.visitorId);
+  t.equal(back.welcome.conversationId, null, 'a returning visitor without a session: still none');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(await countRows(), before, 'six hellos, no conversation row');
+
+  // The worker's push on the visitor's outbound subject, read straight from NATS.
+  const { c, welcome } = visitors[1]!;
+  const names = streamNames(svc.config.natsPrefix);
+  const pushes: { push: any; rows: number }[] = [];
+  const sub = svc.nc.subscribe(names.webchatOutbound(chat.id, welcome.visitorId), {
+    callback: (err, msg) => {
+      if (err) return;
+      const push = JSON.parse(Buffer.from(msg.data).toString('utf8'));
+      // What a gateway reading PostgreSQL when the push arrives would find.
+      void sql(svc.orm, 'select id from conversations where client_id = ?', [welcome.visitorId]).then((rows) => pushes.push({ push, rows: rows.length }));
+    },
+  });
+  t.teardown(() => sub.unsubscribe());
+  c.send({ type: 'message', clientMessageId: 'first-1', text: 'is anyone there?' });
+  const session = await c.next();
+  t.match(session, { type: 'welcome', visitorId: welcome.visitorId, conversationId: Number });
+  t.same(await c.next(), { type: 'ack', clientMessageId: 'first-1', seq: 1, conversationId: session.conversationId });
+  t.equal(await countRows(), before + 1, 'one row, for the visitor who wrote');
+  await eventually(async () => pushes.find((p) => p.push.type === 'session') ?? null, 5000, 'the session push');
+  t.same(pushes.find((p) => p.push.type === 'session'), { push: { type: 'session', conversationId: session.conversationId }, rows: 1 }, 'pushed after the commit');
+  // The visitor's other socket follows without writing anything.
+  const tab = await visitor(t, { visitorToken: welcome.visitorToken });
+  t.equal(tab.welcome.conversationId, session.conversationId);
+});
+
+t.test('per-address socket cap: the 21st socket from one address is refused (429); other addresses still connect', async (t) => {
+  const gw = await startWebchatGateway(t, svc);
+  const crowd: ChatClient[] = [];
+  for (let i = 0; i < 20; i++) crowd.push(await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.2' }));
+  const over = await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.2' }).catch((err: unknown) => err);
+  t.ok(over instanceof UpgradeRefused, 'the 21st is refused');
+  t.equal((over as UpgradeRefused).status, 429);
+  t.match(JSON.parse((over as UpgradeRefused).body), { error: { code: 'RATE_LIMITED', message: /address/ } });
+  t.match((over as UpgradeRefused).headers['retry-after'], /^\d+$/);
+  t.equal(await upgradeStatus(t, gw.url, { localAddress: '127.0.0.3' }), 101, 'another address connects');
+  const welcome = await crowd[0]!.hello();
+  t.equal(welcome.type, 'welcome', 'the 20 open ones work');
+
+  await crowd[1]!.close();
+  await eventually(async () => ((await upgradeStatus(t, gw.url, { localAddress: '127.0.0.2' })) === 101) || null, 3000, 'a closed socket frees its slot');
+});
+
+t.test('the client address follows TRUST_PROXY as express does', async (t) => {
+  const xff = (ip: string) => ({ localAddress: '127.0.0.4', headers: { 'x-forwarded-for': ip } });
+  const untrusted = await startWebchatGateway(t, svc, {}, 0, { webchat: { maxSocketsPerIp: 2 } });
+  const held: ChatClient[] = [];
+  held.push(await openChat(t, untrusted.url, chat.id, xff('198.51.100.1')));
+  held.push(await openChat(t, untrusted.url, chat.id, xff('198.51.100.2')));
+  t.equal(await upgradeStatus(t, untrusted.url, xff('198.51.100.3')), 429, 'no trusted proxy: X-Forwarded-For does not make another client');
+
+  const trusted = await startWebchatGateway(t, svc, {}, 0, { webchat: { maxSocketsPerIp: 2 }, trustProxy: 'loopback' });
+  for (const ip of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) held.push(await openChat(t, trusted.url, chat.id, xff(ip)));
+  t.pass('behind a trusted proxy: three clients, one socket each');
+  held.push(await openChat(t, trusted.url, chat.id, xff('198.51.100.1')));
+  t.equal(await upgradeStatus(t, trusted.url, xff('198.51.100.1')), 429, 'the forwarded client is capped');
+  held.push(await openChat(t, trusted.url, chat.id, xff('2001:db8:1:2::7')));
+  held.push(await openChat(t, trusted.url, chat.id, xff('2001:db8:1:2::8')));
+  t.equal(await upgradeStatus(t, trusted.url, xff('2001:db8:1:2:ffff::9')), 429, 'IPv6 counts per /64');
+});
+
+t.test('message rates per visitor and per address: RATE_LIMITED, nothing stored, the socket stays open', async (t) => {
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const gw = await startWebchatGateway(t, svc, {}, 0, { webchat: { messagesPerMinutePerVisitor: 3, messagesPerMinutePerIp: 4 } }, now);
+  const storedIds = async (visitorId: string) =>
+    (await sql(svc.orm, `select m.external_id from conversations c join conversation_messages m on m.conversation_id = c.id where c.client_id = ? and m.role = 'customer' order by m.id`, [visitorId])).map((r) => r.external_id);
+  const queued = async (visitorId: string, id: string) => (await sql(svc.orm, 'select 1 from inbound_receipts where idempotency_key = ?', [`webchat:${visitorId}:${id}`])).length;
+
+  // Per visitor: 3 a minute.
+  const a = await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.6' });
+  const aw = await a.hello();
+  for (let i = 1; i <= 3; i++) t.match(await say(a, `va-${i}`, `question ${i}`), { type: 'ack', clientMessageId: `va-${i}` });
+  a.send({ type: 'message', clientMessageId: 'va-4', text: 'one too many' });
+  t.match(await a.next('error'), { type: 'error', code: 'RATE_LIMITED', message: String, clientMessageId: 'va-4' });
+  a.send({ type: 'ping' });
+  t.same(await a.next('pong'), { type: 'pong' }, 'the socket stays open');
+
+  // Per address: 4 a minute from 127.0.0.6; a spent 3. Another visitor there has its own 3, but only 1 is left to the address.
+  const b = await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.6' });
+  const bw = await b.hello();
+  t.match(await say(b, 'vb-1', 'me too'), { type: 'ack', clientMessageId: 'vb-1' }, "a's rate does not hold back another visitor");
+  b.send({ type: 'message', clientMessageId: 'vb-2', text: 'second' });
+  t.match(await b.next('error'), { type: 'error', code: 'RATE_LIMITED', clientMessageId: 'vb-2' }, 'the address is over its rate');
+  const other = await openChat(t, gw.url, chat.id, { localAddress: '127.0.0.7' });
+  await other.hello();
+  t.match(await say(other, 'vo-1', 'from elsewhere'), { type: 'ack', clientMessageId: 'vo-1' }, 'another address is not held back');
+
+  await new Promise((r) => setTimeout(r, 500));
+  t.same(await storedIds(aw.visitorId), ['va-1', 'va-2', 'va-3'], 'refused messages are not stored');
+  t.same(await storedIds(bw.visitorId), ['vb-1']);
+  t.equal((await queued(aw.visitorId, 'va-4')) + (await queued(bw.visitorId, 'vb-2')), 0, 'nor queued');
+
+  // The buckets refill: 3 a minute is one every 20 s.
+  offset += 20_000;
+  t.match(await say(a, 'va-4', 'one too many'), { type: 'ack', clientMessageId: 'va-4' }, 'sent again later, it goes through');
+});
+
+t.test('ENFORCE_HTTPS covers the socket upgrade', async (t) => {
+  const direct = await startWebchatGateway(t, svc, {}, 0, { enforceHttps: true });
+  const plain = await openChat(t, direct.url, chat.id).catch((err: unknown) => err);
+  t.ok(plain instanceof UpgradeRefused);
+  t.equal((plain as UpgradeRefused).status, 403);
+  t.match(JSON.parse((plain as UpgradeRefused).body), { error: { code: 'HTTPS_REQUIRED', message: String } });
+  t.equal(await upgradeStatus(t, direct.url, { headers: { 'x-forwarded-proto': 'https' } }), 403, 'X-Forwarded-Proto from an untrusted peer is ignored');
+
+  const proxied = await startWebchatGateway(t, svc, {}, 0, { enforceHttps: true, trustProxy: 'loopback' });
+  t.equal(await upgradeStatus(t, proxied.url, { headers: { 'x-forwarded-proto': 'https' } }), 101, 'TLS ended at a trusted proxy');
+  t.equal(await upgradeStatus(t, proxied.url, { headers: { 'x-forwarded-proto': 'http' } }), 403);
+  t.equal(await upgradeStatus(t, proxied.url), 403);
 });

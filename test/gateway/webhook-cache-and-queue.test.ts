@@ -1,9 +1,9 @@
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, deliver, dropStreamAtEnd, eventually, inboundCount, startPeerGateway, startPrivateNats } from '../support/webhooks.js';
+import { createAgent, createIntegration, deliver, dropNatsPrefixAtEnd, eventually, inboundCount, startPeerGateway, startPrivateNats } from '../support/webhooks.js';
 
 const svc = await startTestService(t, 'webhook_cache');
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const { api } = svc;
 const owner = await signUp(api, 'Cache Co');
 const agentId = await createAgent(api, owner.token);
@@ -53,7 +53,8 @@ t.test('changes reach another gateway instance through NATS', async (t) => {
 
 t.test('503 QUEUE_UNAVAILABLE, quickly, when NATS cannot take the message', async (t) => {
   const nats = await startPrivateNats(t);
-  const peer = await startPeerGateway(t, svc, { config: { natsUrl: nats.url } });
+  // PUBLISH_TIMEOUT_MS bounds how long a publish rides out an outage before 503.
+  const peer = await startPeerGateway(t, svc, { config: { natsUrl: nats.url, publishTimeoutMs: 2500 } });
   const i = await createIntegration(api, owner.token, { name: 'Outage', agentId });
   t.equal((await deliver(peer.api, i.id, message(), { secret: i.webhookSecret })).status, 200, 'accepted while NATS is up');
   t.equal(await inboundCount(peer.nc, svc.config.natsPrefix), 1, 'stored in that NATS');

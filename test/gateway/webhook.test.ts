@@ -3,14 +3,14 @@ import t from 'tap';
 import { partitionOf, streamNames } from '../../lib/streams.js';
 import { SignatureVerifier, signBody } from '../../gateway/webhook/signature.js';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, deliver, dropStreamAtEnd, inboundCount, inboundMessages } from '../support/webhooks.js';
+import { createAgent, createIntegration, deliver, dropNatsPrefixAtEnd, inboundCount, inboundMessages } from '../support/webhooks.js';
 
 // A clock the test can move (secret grace periods); everything else runs on real time.
 let offsetMs = 0;
 const now = () => Date.now() + offsetMs;
 
 const svc = await startTestService(t, 'webhook', { now });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const { api, nc, config } = svc;
 const prefix = config.natsPrefix;
 const names = streamNames(prefix);

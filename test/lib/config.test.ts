@@ -1,5 +1,5 @@
 import t from 'tap';
-import { loadConfig, DEFAULT_PARTITIONS } from '../../lib/config.js';
+import { loadConfig, DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS, DEFAULT_PARTITIONS } from '../../lib/config.js';
 import { ConfigError } from '../../lib/errors.js';
 
 const KEY = 'a'.repeat(64);
@@ -60,4 +60,67 @@ t.test('SECRETS_KEY takes a list for rotation; ENFORCE_HTTPS and TRUST_PROXY par
   t.equal(c.secretsKeys.length, 2);
   t.equal(c.enforceHttps, false);
   t.equal(c.trustProxy, 1);
+});
+
+t.test('TRUST_PROXY=true is refused in production; hop counts and addresses are fine', async (t) => {
+  try {
+    loadConfig({ ...production, TRUST_PROXY: 'true' });
+    t.fail('TRUST_PROXY=true accepted in production');
+  } catch (err) {
+    t.type(err, ConfigError);
+    t.match((err as Error).message, /^TRUST_PROXY: .*hop/, 'names the variable and what to set instead');
+    t.notMatch((err as Error).message, /\n/, 'one line');
+  }
+  t.equal(loadConfig({ ...production, TRUST_PROXY: '2' }).trustProxy, 2);
+  t.equal(loadConfig({ ...production, TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy, 'loopback, 10.0.0.0/8');
+  t.equal(loadConfig({ ...production, TRUST_PROXY: 'false' }).trustProxy, false);
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'still allowed in development');
+});
+
+t.test('METRICS_TOKEN: optional, validated when set', async (t) => {
+  t.equal(loadConfig(production).metricsToken, undefined, 'unset: /metrics stays open');
+  t.equal(loadConfig({ ...production, METRICS_TOKEN: 'm'.repeat(32) }).metricsToken, 'm'.repeat(32));
+  for (const bad of ['short', 'has a space in it somewhere', 'x'.repeat(600)]) {
+    try {
+      loadConfig({ ...production, METRICS_TOKEN: bad });
+      t.fail(`accepted METRICS_TOKEN=${JSON.stringify(bad.slice(0, 40))}`);
+    } catch (err) {
+      t.type(err, ConfigError);
+      t.match((err as Error).message, /^METRICS_TOKEN: /);
+      t.notOk((err as Error).message.includes(bad), 'the value itself is not repeated (the message goes to logs)');
+    }
+  }
+});
+
+t.test('ALLOW_PRIVATE_URLS off unless said; SHUTDOWN_TIMEOUT_MS with a default', async (t) => {
+  t.equal(loadConfig(production).allowPrivateUrls, false);
+  t.equal(loadConfig({}).allowPrivateUrls, false, 'off in development too');
+  t.equal(loadConfig({ ALLOW_PRIVATE_URLS: 'true' }).allowPrivateUrls, true);
+  t.throws(() => loadConfig({ ALLOW_PRIVATE_URLS: 'maybe' }), { name: 'ConfigError', message: /^ALLOW_PRIVATE_URLS: / });
+  t.equal(loadConfig(production).shutdownTimeoutMs, 10_000);
+  t.equal(loadConfig({ SHUTDOWN_TIMEOUT_MS: '2500' }).shutdownTimeoutMs, 2500);
+  t.throws(() => loadConfig({ SHUTDOWN_TIMEOUT_MS: '0' }), { name: 'ConfigError', message: /^SHUTDOWN_TIMEOUT_MS: / });
+});
+
+t.test('webchat limits: defaults, values, bad values', async (t) => {
+  t.same(loadConfig(production).webchat, { maxSockets: 20_000, maxSocketsPerIp: 20, messagesPerMinutePerIp: 120, messagesPerMinutePerVisitor: 20 });
+  const c = loadConfig({ ...production, WEBCHAT_MAX_SOCKETS: '5000', WEBCHAT_MAX_SOCKETS_PER_IP: '4', WEBCHAT_MESSAGES_PER_MINUTE_PER_IP: '60', WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR: '10' });
+  t.same(c.webchat, { maxSockets: 5000, maxSocketsPerIp: 4, messagesPerMinutePerIp: 60, messagesPerMinutePerVisitor: 10 });
+  t.ok(Object.isFrozen(c.webchat));
+  for (const name of ['WEBCHAT_MAX_SOCKETS', 'WEBCHAT_MAX_SOCKETS_PER_IP', 'WEBCHAT_MESSAGES_PER_MINUTE_PER_IP', 'WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR']) {
+    for (const bad of ['0', '-1', 'many', '1.5']) {
+      t.throws(() => loadConfig({ ...production, [name]: bad }), { name: 'ConfigError', message: new RegExp(`^${name}: `) }, `${name}=${bad}`);
+    }
+  }
+});
+
+t.test('model calls: MODEL_MAX_CONCURRENCY and MODEL_RETRY_BUDGET_MS, defaults, values, bad values', async (t) => {
+  t.same(loadConfig(production).model, { maxConcurrency: DEFAULT_MODEL_MAX_CONCURRENCY, retryBudgetMs: DEFAULT_MODEL_RETRY_BUDGET_MS });
+  t.same([DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS], [1024, 120_000]);
+  const c = loadConfig({ ...production, MODEL_MAX_CONCURRENCY: '4096', MODEL_RETRY_BUDGET_MS: '0' });
+  t.same(c.model, { maxConcurrency: 4096, retryBudgetMs: 0 }, 'a budget of 0: a server asking to slow down hands over at once');
+  t.ok(Object.isFrozen(c.model));
+  for (const [name, bads] of [['MODEL_MAX_CONCURRENCY', ['0', '-5', 'lots', '2.5', '100001']], ['MODEL_RETRY_BUDGET_MS', ['-1', 'soon', '1.5', '3600001']]] as const) {
+    for (const bad of bads) t.throws(() => loadConfig({ ...production, [name]: bad }), { name: 'ConfigError', message: new RegExp(`^${name}: `) }, `${name}=${bad}`);
+  }
 });

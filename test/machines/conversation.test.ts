@@ -83,6 +83,8 @@ t.test('starts in active.idle with an empty context', async (t) => {
     dialogIds: [],
     transfers: [],
     lastCustomerMessageId: null,
+    collected: [],
+    answerDueAt: null,
     handoffReason: null,
     closedAt: null,
   });
@@ -436,6 +438,8 @@ t.test('persist and restore keeps state and context', async (t) => {
     dialogIds: [7],
     transfers: [{ requestId: 42, dialogId: 7, at: AT }],
     lastCustomerMessageId: 'm1',
+    collected: s.context.collected,
+    answerDueAt: null,
     handoffReason: 'dialog_transferred',
     closedAt: null,
   });
@@ -528,6 +532,7 @@ t.test('conversationMachineDefinition() is JSON-safe and complete', async (t) =>
   t.same(parsed.states, [
     'active',
     'active.idle',
+    'active.collecting',
     'active.answering',
     'paused',
     'paused.operator',
@@ -536,6 +541,7 @@ t.test('conversationMachineDefinition() is JSON-safe and complete', async (t) =>
   ]);
   for (const ev of [
     'customer.message',
+    'debounce.elapsed',
     'helpdesk.close_dialog',
     'helpdesk.close_request',
     'helpdesk.dialog_transferred',
@@ -546,9 +552,76 @@ t.test('conversationMachineDefinition() is JSON-safe and complete', async (t) =>
     t.ok(parsed.events.includes(ev), `lists ${ev}`);
     t.ok(text.includes(`"${ev}"`));
   }
-  t.same(parsed.hostActions, ['agent_reply', 'session_transfer_external', 'session_close']);
+  t.same(parsed.hostActions, ['agent_reply', 'session_transfer_external', 'session_close', 'lead_stage']);
   for (const a of parsed.hostActions) t.ok(text.includes(`"${a}"`), `definition mentions ${a}`);
   t.same(parsed.definition, JSON.parse(JSON.stringify(conversationMachine.toJSON())), 'same as xstate toJSON');
   const closed = (parsed.definition as { states: Record<string, { type: string }> }).states.closed;
   t.equal(closed?.type, 'final');
+});
+
+// ---- debounce, tools (issue #20): pure transitions, no I/O ---------------------------
+
+/** Steps the machine with xstate's pure transition(), as the host does; returns the named actions. */
+function step(snapshot: Snapshot, event: ConversationEvent | { type: string; output?: AgentOutput; at?: string }) {
+  const [next, actions] = transition(conversationMachine, snapshot, event as ConversationEvent);
+  return { next, named: actions.filter((a) => !a.type.startsWith('xstate.')).map((a) => ({ type: a.type, params: a.params })) };
+}
+const at = (s: number) => new Date(Date.parse(AT) + s * 1000).toISOString();
+
+t.test('debounce: messages within the window are answered once, together, at the durable deadline', async (t) => {
+  let [s] = initialTransition(conversationMachine);
+  s = step(s, msg('m1', 'Hi', { at: at(0), debounceMs: 1500 })).next;
+  t.same(s.value, { active: 'collecting' }, 'the agent is not asked yet');
+  t.equal(s.context.answerDueAt, at(1.5), 'the deadline is in the context (it survives a restart)');
+  s = step(s, msg('m2', 'I have a question', { at: at(1), debounceMs: 1500 })).next;
+  s = step(s, msg('m3', 'about my order', { at: at(2), debounceMs: 1500 })).next;
+  t.equal(s.context.answerDueAt, at(3.5), 'each message moves the deadline');
+  t.same(step(s, { type: 'debounce.elapsed', at: at(3) }).next.value, { active: 'collecting' }, 'before the deadline nothing happens');
+  const due = step(s, { type: 'debounce.elapsed', at: at(3.5) });
+  t.same(due.next.value, { active: 'answering' });
+  t.equal(due.next.context.lastCustomerMessageId, 'm3');
+  t.same(due.next.context.collected?.map((m) => m.text), ['Hi', 'I have a question', 'about my order'], 'the three are answered together');
+  const done = step(due.next, { type: 'xstate.done.actor.agent', output: { kind: 'reply', text: 'Sure.' } });
+  t.same(done.named, [{ type: 'agent_reply', params: { messageId: 'm3', text: 'Sure.' } }], 'one reply, to the last message');
+  t.same(done.next.context.collected, [], 'idle again, nothing collected');
+
+  // Restored from its persisted snapshot (a worker crashed inside the window): same deadline, same outcome.
+  const restored = conversationMachine.resolveState(JSON.parse(JSON.stringify(conversationMachine.getPersistedSnapshot(s))));
+  t.same(step(restored, { type: 'debounce.elapsed', at: at(4) }).next.value, { active: 'answering' });
+});
+
+t.test('debounce: an operator pause inside the window drops the pending answer', async (t) => {
+  let [s] = initialTransition(conversationMachine);
+  s = step(s, msg('m1', 'Hi', { at: at(0), debounceMs: 1500 })).next;
+  s = step(s, { type: 'operator.pause', at: at(1) }).next;
+  t.same(s.value, { paused: 'operator' });
+  t.same(step(s, { type: 'debounce.elapsed', at: at(2) }).named, [], 'a late deadline changes nothing');
+  s = step(s, { type: 'operator.resume', at: at(3) }).next;
+  t.same(s.context.collected, [], 'resumed with nothing pending');
+});
+
+t.test('no debounce: a message is answered at once', async (t) => {
+  const [s] = initialTransition(conversationMachine);
+  const next = step(s, msg('m1', 'Hi', { at: at(0) })).next;
+  t.same(next.value, { active: 'answering' });
+  t.same(next.context.collected, [{ messageId: 'm1', text: 'Hi' }]);
+});
+
+t.test('tools: close_conversation closes with the reason; set_lead_stage moves the lead with any answer', async (t) => {
+  const [s0] = initialTransition(conversationMachine);
+  const answering = step(s0, msg('m1', 'That is all, thanks')).next;
+  const closed = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'close', reason: 'customer said goodbye', text: 'Goodbye!', leadStage: 'Won' } });
+  t.equal(closed.next.value, 'closed');
+  t.match(closed.named, [
+    { type: 'agent_reply', params: { messageId: 'm1', text: 'Goodbye!' } },
+    { type: 'lead_stage', params: { stage: 'Won' } },
+    { type: 'session_close', params: { origin: 'agent', event: 'agent.close', reason: 'customer said goodbye' } },
+  ]);
+  const handoff = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'handoff', reason: 'no_answer', detail: 'refund request', leadStage: 'Qualified' } });
+  t.same(handoff.next.value, { paused: 'operator' });
+  t.same(handoff.named.map((a) => a.type), ['lead_stage', 'session_transfer_external']);
+  const plain = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'reply', text: 'ok' } });
+  t.notOk(plain.named.some((a) => a.type === 'lead_stage'), 'no stage, no move');
+  const outside = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'handoff', reason: 'outside_hours' } });
+  t.equal(outside.next.context.handoffReason, 'outside_hours', 'outside business hours is a reason of its own');
 });

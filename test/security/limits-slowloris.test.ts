@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webhooks.js';
+import { createAgent, createIntegration, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { signBody } from '../../gateway/webhook/signature.js';
 
 /**
@@ -9,7 +9,7 @@ import { signBody } from '../../gateway/webhook/signature.js';
  * trickling their headers do not exhaust the gateway; a normal request still answers quickly.
  */
 const svc = await startTestService(t, 'limits');
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const owner = await signUp(svc.api, 'Limits Co');
 const agentId = await createAgent(svc.api, owner.token);
 const integration = await createIntegration(svc.api, owner.token, { name: 'Desk', agentId });

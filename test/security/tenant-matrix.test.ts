@@ -1,11 +1,12 @@
 import t from 'tap';
 import type { Express } from 'express';
 import { createGatewayApp } from '../../gateway/app.js';
+import { listAppRoutes } from '../../gateway/http/route-table.js';
 import { createLogger } from '../../lib/logger.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
-import { deliver, dropStreamAtEnd } from '../support/webhooks.js';
-import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
+import { eventually, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
 
 /**
  * Tenant isolation, route by route: every route that takes an id is called with another
@@ -16,7 +17,7 @@ import { eventually, sql, startTestWorker, waitForPartitions } from '../support/
  * entry here fails this suite.
  */
 const svc = await startTestService(t, 'tenant', { env: { PARTITIONS: '2' } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const stub = await startChat2DeskStub(t);
 const owner = await signUp(svc.api, 'Owner Co');
 const intruder = await signUp(svc.api, 'Intruder Co');
@@ -34,6 +35,8 @@ await waitForPartitions([worker], 2);
 await deliver(svc.api, integration.id, { message_id: 1, text: 'hello', client_id: 'c-1', channel_id: 'ch', transport: 'telegram', request_id: 5 }, { secret: integration.webhookSecret });
 const conversation = await eventually(async () => (await svc.api('GET', '/api/conversations', { token: owner.token })).body.conversations?.[0], 10_000, 'conversation');
 await eventually(async () => stub.sent().length === 1, 10_000, 'first reply');
+const lead = (await svc.api('GET', '/api/leads', { token: owner.token })).body.leads[0];
+const ownerWonStage = (await svc.api('GET', '/api/pipelines', { token: owner.token })).body.pipelines[0].stages[4].id;
 
 const ids: Record<string, number> = {
   agents: agent.id,
@@ -41,6 +44,7 @@ const ids: Record<string, number> = {
   integrations: integration.id,
   'knowledge-bases': kb.id,
   conversations: conversation.id,
+  leads: lead.id,
 };
 
 /** Every route with a path parameter: "METHOD /path/:id" → request body (undefined: none). */
@@ -48,6 +52,8 @@ const MATRIX: Record<string, unknown> = {
   'GET /api/agents/:id': undefined,
   'PATCH /api/agents/:id': { name: 'pwned' },
   'DELETE /api/agents/:id': undefined,
+  'POST /api/agents/:id/evaluations': { cases: [{ question: 'pwned: when do you open?', expect: [] }] },
+  'GET /api/agents/:id/evaluations': undefined,
   'DELETE /api/api-tokens/:id': undefined,
   'GET /api/integrations/:id': undefined,
   'PATCH /api/integrations/:id': { active: false, name: 'pwned' },
@@ -60,6 +66,7 @@ const MATRIX: Record<string, unknown> = {
   'POST /api/knowledge-bases/:id/documents': { title: 'pwned', content: 'pwned' },
   'GET /api/knowledge-bases/:id/documents': undefined,
   'GET /api/knowledge-bases/:id/documents/:docId': undefined,
+  'GET /api/knowledge-bases/:id/documents/:docId/chunks': undefined,
   'DELETE /api/knowledge-bases/:id/documents/:docId': undefined,
   'GET /api/knowledge-bases/:id/search': undefined,
   'GET /api/conversations/:id': undefined,
@@ -70,27 +77,14 @@ const MATRIX: Record<string, unknown> = {
   'POST /api/conversations/:id/resume': {},
   'POST /api/conversations/:id/close': {},
   'GET /api/conversations/:id/inspect': undefined,
+  'GET /api/leads/:id': undefined,
+  'PATCH /api/leads/:id': { stageId: ownerWonStage },
 };
 /** Routes with a parameter that are not company resources. */
-const NOT_TENANT_ROUTES = new Set(['GET /api/webhook/:connectorType/:integrationId', 'POST /api/webhook/:connectorType/:integrationId']);
+const NOT_TENANT_ROUTES = new Set(['GET /api/webhook/:connectorType/:integrationId', 'POST /api/webhook/:connectorType/:integrationId', 'GET /api/docs/assets/:version/:file']);
 
-/** Walks the express 5 router stack: every route as "METHOD /full/path". */
-function enumerateRoutes(app: Express): string[] {
-  const out: string[] = [];
-  const walk = (stack: any[], prefix: string) => {
-    for (const layer of stack) {
-      if (layer.route) {
-        const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
-        for (const p of paths) for (const m of Object.keys(layer.route.methods)) if (m !== '_all') out.push(`${m.toUpperCase()} ${prefix}${p}`.replace(/\/+$/, ''));
-      } else if (layer.handle?.stack) {
-        const raw = typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : '';
-        walk(layer.handle.stack, prefix + raw);
-      }
-    }
-  };
-  walk((app as any).router.stack, '');
-  return [...new Set(out)];
-}
+/** Every route of the app as "METHOD /full/path" (the same route table /metrics labels by). */
+const enumerateRoutes = (app: Express): string[] => listAppRoutes(app).filter((r) => r.method !== '*').map((r) => `${r.method} ${r.path}`);
 
 t.test('every route with an id is in the matrix', async (t) => {
   const { app, close } = createGatewayApp({ config: svc.config, orm: svc.orm, nc: svc.nc, logger: createLogger('silent') });
@@ -105,7 +99,7 @@ t.test('every route with an id is in the matrix', async (t) => {
 
 /** Every company-owned row, as JSON, for before/after comparison. */
 async function snapshot(): Promise<string> {
-  const tables = ['agents', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts'];
+  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves'];
   const out: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await sql(svc.orm, `select * from ${table} where company_id = ? order by 1`, [owner.companyId]);
@@ -143,7 +137,7 @@ t.test("another company's session and API token: 404, and no side effect", async
       t.notMatch(JSON.stringify(res.body ?? ''), /pwned|We open at nine|hello/, 'nothing of the owner in the answer');
     }
   }
-  await new Promise((r) => setTimeout(r, 500)); // anything queued would have been applied by now
+  await untilIdle(svc); // anything an intruder's call queued has been applied
   t.equal(await snapshot(), before, "the owner's rows are unchanged");
   t.equal(stub.requests.length, stubRequestsBefore, 'the helpdesk heard nothing');
   // And the owner still sees everything, with both credentials.
@@ -154,7 +148,7 @@ t.test("another company's session and API token: 404, and no side effect", async
 });
 
 t.test('lists never show another company', async (t) => {
-  for (const path of ['/api/agents', '/api/integrations', '/api/knowledge-bases', '/api/conversations', '/api/api-tokens']) {
+  for (const path of ['/api/agents', '/api/integrations', '/api/knowledge-bases', '/api/conversations', '/api/api-tokens', '/api/leads']) {
     const res = await svc.api('GET', path, { token: intruder.token });
     t.equal(res.status, 200, path);
     const list = Object.values(res.body)[0] as any[];
@@ -163,4 +157,9 @@ t.test('lists never show another company', async (t) => {
   }
   const search = await svc.api('GET', `/api/conversations?integrationId=${integration.id}`, { token: intruder.token });
   t.same(search.body.conversations, []);
+  const period = `?from=${new Date(Date.now() - 86_400_000).toISOString()}&to=${new Date(Date.now() + 60_000).toISOString()}`;
+  t.equal((await svc.api('GET', `/api/analytics${period}`, { token: owner.token })).body.analytics.conversations, 1, "the owner's session counts for the owner");
+  for (const q of [period, `${period}&agentId=${agent.id}`]) {
+    t.equal((await svc.api('GET', `/api/analytics${q}`, { token: intruder.token })).body.analytics.conversations, 0, `analytics${q.includes('agentId') ? ' (the owner agent)' : ''}: none of the owner's sessions`);
+  }
 });

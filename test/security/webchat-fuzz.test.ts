@@ -1,6 +1,6 @@
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
-import { dropStreamAtEnd } from '../support/webhooks.js';
+import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { echoAgent, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, openChat, startWebchatGateway, type ChatClient, type Frame } from '../support/webchat.js';
 import { seededRandom } from '../support/random.js';
@@ -11,7 +11,8 @@ import { seededRandom } from '../support/random.js';
  * keys). The gateway must never crash nor fail internally: a bad frame gets an `error`
  * frame with a code and the socket stays usable, or the socket is closed with a clear
  * protocol code (1007 invalid UTF-8, 1008 policy, 1009 too big); never 1011 or INTERNAL_ERROR.
- * The flood limit is lifted on this gateway so the fuzzer is not cut off by it.
+ * The flood limit and the message rates are lifted on this gateway so the fuzzer is not cut
+ * off by them.
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 0xc0ffee);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 2000);
@@ -58,12 +59,14 @@ function frame(): Generated {
 }
 
 const svc = await startTestService(t, 'wsfuzz', { env: { PARTITIONS: '2' } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const user = await signUp(svc.api, 'Socket Fuzz Co');
 const chat = await createWebchatIntegration(svc.api, user.token);
 const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'wsfuzz' });
 await waitForPartitions([worker], 2);
-const gw = await startWebchatGateway(t, svc, { framesPerSecond: 1_000_000, frameBurst: 1_000_000 });
+const gw = await startWebchatGateway(t, svc, { framesPerSecond: 1_000_000, frameBurst: 1_000_000 }, 0, {
+  webchat: { messagesPerMinutePerIp: 1_000_000, messagesPerMinutePerVisitor: 1_000_000 },
+});
 
 async function welcomed(tt: Parameters<typeof openChat>[0]): Promise<ChatClient> {
   const c = await openChat(tt, gw.url, chat.id);

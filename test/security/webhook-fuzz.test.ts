@@ -2,7 +2,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import t from 'tap';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { signUp, startTestService } from '../support/service.js';
-import { createAgent, createIntegration, dropStreamAtEnd } from '../support/webhooks.js';
+import { createAgent, createIntegration, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { seededRandom } from '../support/random.js';
 
 /**
@@ -19,7 +19,7 @@ const int = (n: number) => Math.floor(rnd() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
 
 const svc = await startTestService(t, 'fuzz');
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const owner = await signUp(svc.api, 'Fuzz Co');
 const agentId = await createAgent(svc.api, owner.token);
 const integration = await createIntegration(svc.api, owner.token, { name: 'Fuzzed', agentId });

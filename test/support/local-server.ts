@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import type { Test } from 'tap';
 
 /** Listens on a free loopback port; the returned close ends open connections too (and runs at teardown). */
@@ -25,4 +25,16 @@ export async function readBody(req: IncomingMessage): Promise<any> {
   } catch {
     return raw;
   }
+}
+
+/** A TCP port free on 127.0.0.1 right now (for servers that must be told their port: nats-server, PostgreSQL). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
 }

@@ -4,8 +4,11 @@ import { listenLocal, readBody } from './local-server.js';
 
 /**
  * A local OpenAI-compatible chat-completions server for tests (node:http). Records every
- * request (headers, JSON body, whether the client gave up on it) and answers
- * `POST /v1/chat/completions` with what `respond` returns for that request.
+ * request (headers, JSON body, whether the client gave up on it, what else was in flight
+ * when it arrived, when it was answered) and answers `POST /v1/chat/completions` with what
+ * `respond` returns for that request: an answer after `delayMs`, or an error status, e.g.
+ * `{ status: 429, retryAfter: 1 }` (a rate limit with `Retry-After: 1`) or
+ * `{ status: 503, retryAfter: 2 }`, or `{ status: 429, errorCode: 'insufficient_quota' }`.
  */
 export interface ModelRequest {
   path: string;
@@ -16,6 +19,12 @@ export interface ModelRequest {
   aborted: boolean;
   /** An answer was sent. */
   answered: boolean;
+  /** When the answer was sent (Date.now()). */
+  answeredAt: number | null;
+  /** The status answered (200 for a completion). */
+  status: number | null;
+  /** Requests of the same API key already in flight when this one arrived. */
+  inflightOfKeyAtArrival: number;
 }
 
 export interface ModelAnswer {
@@ -26,6 +35,10 @@ export interface ModelAnswer {
   usage?: { prompt_tokens: number; completion_tokens: number } | null;
   delayMs?: number;
   headers?: Record<string, string>;
+  /** Sent as `Retry-After` (seconds, or an HTTP date). */
+  retryAfter?: number | string;
+  /** The error body's `code` (OpenAI's: `rate_limit_exceeded`, `insufficient_quota`, …). */
+  errorCode?: string;
   /** The model name the server reports (default: the requested one). */
   model?: string;
 }
@@ -37,6 +50,8 @@ export interface OpenAiStub {
   respond: (fn: (req: ModelRequest) => ModelAnswer) => void;
   /** The text of the last user message of a request. */
   lastUserText: (req: ModelRequest) => string;
+  /** The most requests in flight at once so far (all keys, or one API key). */
+  peakInflight: (apiKey?: string) => number;
   waitFor: (predicate: (requests: ModelRequest[]) => boolean, timeoutMs?: number) => Promise<void>;
   close: () => Promise<void>;
 }
@@ -47,13 +62,34 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
   const requests: ModelRequest[] = [];
   let responder: (req: ModelRequest) => ModelAnswer = () => ({ content: 'Hello from the model.' });
   let nextId = 1;
+  const inflight = new Map<string, number>();
+  const peaks = new Map<string, number>();
+  const keyOf = (headers: IncomingMessage['headers']) => String(headers.authorization ?? '').replace(/^Bearer /, '');
+  const count = (key: string, by: number) => {
+    for (const k of [key, '*']) {
+      const n = (inflight.get(k) ?? 0) + by;
+      inflight.set(k, n);
+      if (n > (peaks.get(k) ?? 0)) peaks.set(k, n);
+    }
+  };
 
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
-    const rec: ModelRequest = { path: new URL(req.url ?? '/', 'http://stub').pathname, headers: req.headers, body, at: Date.now(), aborted: false, answered: false };
+    const key = keyOf(req.headers);
+    const rec: ModelRequest = {
+      path: new URL(req.url ?? '/', 'http://stub').pathname, headers: req.headers, body, at: Date.now(), aborted: false, answered: false, answeredAt: null, status: null,
+      inflightOfKeyAtArrival: inflight.get(key) ?? 0,
+    };
     requests.push(rec);
+    count(key, 1);
+    let counted = true;
+    const done = () => {
+      if (counted) count(key, -1);
+      counted = false;
+    };
     res.on('close', () => {
       if (!res.writableFinished) rec.aborted = true;
+      done();
     });
     if (req.method !== 'POST' || rec.path !== '/v1/chat/completions') {
       res.writeHead(404, { 'content-type': 'application/json' });
@@ -64,9 +100,13 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
     if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
     if (res.destroyed) return;
     const status = a.status ?? 200;
-    res.writeHead(status, { 'content-type': 'application/json', ...a.headers });
+    // Counted out before the answer leaves: a client that sends its next request on receipt never finds this one still in flight.
+    done();
+    rec.status = status;
+    rec.answeredAt = Date.now();
+    res.writeHead(status, { 'content-type': 'application/json', ...(a.retryAfter !== undefined ? { 'retry-after': String(a.retryAfter) } : {}), ...a.headers });
     if (status !== 200) {
-      res.end(JSON.stringify({ error: { message: `stub error ${status}`, type: 'server_error' } }));
+      res.end(JSON.stringify({ error: { message: `stub error ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error', code: a.errorCode ?? null } }));
     } else {
       const toolCalls = a.toolCalls?.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments ?? '{}' } }));
       res.end(
@@ -99,6 +139,7 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
       const msgs = (req.body?.messages ?? []) as { role: string; content: string }[];
       return [...msgs].reverse().find((m) => m.role === 'user')?.content ?? '';
     },
+    peakInflight: (apiKey) => peaks.get(apiKey ?? '*') ?? 0,
     waitFor: async (predicate, timeoutMs = 10_000) => {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(requests)) {

@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import { loadConfig, type Config, type LoadConfigOptions } from '../../lib/config.js';
-import { createLogger } from '../../lib/logger.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats, type NatsConnection } from '../../lib/nats.js';
 import type { Orm } from '../../lib/db.js';
+import type { IngestorOptions } from '../../gateway/knowledge/ingestor.js';
+import type { WebhookActivityOptions } from '../../gateway/webhook/activity.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { createTestDatabase } from './database.js';
 
@@ -46,20 +49,29 @@ export function apiClient(baseUrl: string): ApiClient {
 
 export interface StartOptions {
   env?: Record<string, string>;
+  /** Background document processing (shorter leases and sweeps for the tests). */
+  knowledge?: IngestorOptions;
+  /** How often gateways write webhook activity (tests shorten it to see it at once). */
+  webhookActivity?: WebhookActivityOptions;
   overrides?: LoadConfigOptions['overrides'];
   now?: () => number;
+  /** The gateway's logger (default: silent, or TEST_LOG_LEVEL); tests that read log lines pass their own. */
+  logger?: Logger;
 }
 
 /** The gateway on port 0 against a fresh database and a private NATS prefix. */
 export async function startTestService(t: Test, label: string, options: StartOptions = {}): Promise<TestService> {
   const { url: databaseUrl, orm } = await createTestDatabase(t, label);
   const config = loadConfig(
-    { NODE_ENV: 'test', DATABASE_URL: databaseUrl, NATS_URL: TEST_NATS_URL, NATS_PREFIX: `t${randomBytes(4).toString('hex')}`, ...options.env },
+    // The stand-ins of outside services listen on loopback: private addresses allowed, unless a test says otherwise.
+    { NODE_ENV: 'test', ALLOW_PRIVATE_URLS: 'true', DATABASE_URL: databaseUrl, NATS_URL: TEST_NATS_URL, NATS_PREFIX: `t${randomBytes(4).toString('hex')}`, ...options.env },
     { overrides: options.overrides },
   );
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  // First registered, last to run: the file's streams and buckets go after its workers and gateways.
+  dropNatsPrefixAtEnd(t, { config });
+  const logger = options.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const nc = await connectNats(config.natsUrl, `test-${label}`);
-  const gateway = await startGateway({ config, orm, nc, logger, now: options.now }, { port: 0, host: '127.0.0.1' });
+  const gateway = await startGateway({ config, orm, nc, logger, now: options.now, knowledge: options.knowledge, webhookActivity: options.webhookActivity }, { port: 0, host: '127.0.0.1' });
   t.teardown(async () => {
     await gateway.close();
     await nc.close();
@@ -86,4 +98,29 @@ export async function signUp(api: ApiClient, companyName = 'Acme') {
     token: login.body.session.access_token as string,
     refreshToken: login.body.session.refresh_token as string,
   };
+}
+
+/**
+ * Deletes everything a test file created in the shared NATS under its prefix at the end: the
+ * inbound stream (with its consumers) and the KV buckets (the workers' leases). Registered
+ * first, it runs last (tap runs teardowns last-in first-out): after the workers and gateways
+ * of the file have stopped.
+ */
+export function dropNatsPrefixAtEnd(t: Test, svc: { config: Pick<Config, 'natsUrl' | 'natsPrefix'> }): void {
+  t.teardown(() => removeNatsPrefix(svc.config.natsUrl, svc.config.natsPrefix));
+}
+
+export async function removeNatsPrefix(natsUrl: string, prefix: string): Promise<void> {
+  const nc = await connectNats(natsUrl, 'test-cleanup').catch(() => null);
+  if (!nc) return;
+  try {
+    const jsm = await jetstreamManager(nc);
+    const mine: string[] = [];
+    for await (const s of jsm.streams.list()) {
+      if (s.config.name.startsWith(`${prefix}_`) || s.config.name.startsWith(`KV_${prefix}_`)) mine.push(s.config.name);
+    }
+    for (const name of mine) await jsm.streams.delete(name).catch(() => {});
+  } finally {
+    await nc.close();
+  }
 }

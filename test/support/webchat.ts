@@ -1,6 +1,7 @@
 import type { Test } from 'tap';
 import { WebSocket } from 'ws';
 import type { RunningGateway } from '../../gateway/server.js';
+import type { Config } from '../../lib/config.js';
 import type { WebchatOptions } from '../../gateway/webchat/server.js';
 import type { ApiClient, TestService } from './service.js';
 import { startPeerGateway } from './webhooks.js';
@@ -98,15 +99,25 @@ export class UpgradeRefused extends Error {
   constructor(
     readonly status: number,
     readonly body: string,
+    readonly headers: Record<string, string | string[] | undefined> = {},
   ) {
     super(`upgrade refused: ${status} ${body}`);
   }
 }
 
+export interface OpenChatOptions {
+  origin?: string;
+  autoPong?: boolean;
+  /** Source address of the socket (any of 127.0.0.0/8 reaches a loopback server): another client address. */
+  localAddress?: string;
+  /** Extra upgrade request headers (X-Forwarded-For, X-Forwarded-Proto). */
+  headers?: Record<string, string>;
+}
+
 /** Opens a socket; rejects with UpgradeRefused when the server answers the upgrade with an HTTP status. */
-export function openChat(t: Test, httpUrl: string, integrationId: number | string, options: { origin?: string; autoPong?: boolean } = {}): Promise<ChatClient> {
+export function openChat(t: Test, httpUrl: string, integrationId: number | string, options: OpenChatOptions = {}): Promise<ChatClient> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(wsUrl(httpUrl, integrationId), { origin: options.origin, autoPong: options.autoPong ?? true });
+    const ws = new WebSocket(wsUrl(httpUrl, integrationId), { origin: options.origin, autoPong: options.autoPong ?? true, localAddress: options.localAddress, headers: options.headers });
     const client = new ChatClient(ws);
     ws.once('open', () => {
       t.teardown(() => {
@@ -117,8 +128,8 @@ export function openChat(t: Test, httpUrl: string, integrationId: number | strin
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(new UpgradeRefused(res.statusCode ?? 0, body)));
-      res.on('error', () => reject(new UpgradeRefused(res.statusCode ?? 0, body)));
+      res.on('end', () => reject(new UpgradeRefused(res.statusCode ?? 0, body, res.headers)));
+      res.on('error', () => reject(new UpgradeRefused(res.statusCode ?? 0, body, res.headers)));
     });
     ws.once('error', (err) => reject(err));
   });
@@ -131,7 +142,18 @@ export interface WebchatGateway {
   close: () => Promise<void>;
 }
 
-/** Another gateway process on the same database and NATS prefix, with its own webchat limits. */
-export function startWebchatGateway(t: Test, svc: TestService, webchat: WebchatOptions = {}, port = 0): Promise<WebchatGateway> {
-  return startPeerGateway(t, svc, { webchat, port });
+/**
+ * Another gateway process on the same database and NATS prefix, with its own webchat timings
+ * and (`config`) its own caps, rates, ENFORCE_HTTPS and TRUST_PROXY.
+ */
+export function startWebchatGateway(
+  t: Test,
+  svc: TestService,
+  webchat: WebchatOptions = {},
+  port = 0,
+  config: { webchat?: Partial<Config['webchat']>; enforceHttps?: boolean; trustProxy?: Config['trustProxy'] } = {},
+  now?: () => number,
+): Promise<WebchatGateway> {
+  const { webchat: limits, ...rest } = config;
+  return startPeerGateway(t, svc, { webchat, port, now, config: { ...rest, webchat: { ...svc.config.webchat, ...limits } } });
 }

@@ -14,6 +14,7 @@ import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { apiClient, type ApiClient, type ApiResponse, type TestService } from './service.js';
 import type { WebchatOptions } from '../../gateway/webchat/server.js';
+import type { WebhookActivityOptions } from '../../gateway/webhook/activity.js';
 
 /** Helpers of the webhook-ingress tests: signed deliveries, reading the inbound stream, extra gateways, a private NATS. */
 
@@ -76,19 +77,7 @@ export async function inboundCount(nc: NatsConnection, prefix: string): Promise<
   return (await jsm.streams.info(streamNames(prefix).inboundStream)).state.messages;
 }
 
-/** Deletes a test file's inbound stream at the end, so test runs do not pile streams up in the shared NATS. */
-export function dropStreamAtEnd(t: Test, svc: TestService): void {
-  t.teardown(async () => {
-    const nc = await connectNats(svc.config.natsUrl, 'test-cleanup').catch(() => null);
-    if (!nc) return;
-    try {
-      const jsm = await jetstreamManager(nc);
-      await jsm.streams.delete(streamNames(svc.config.natsPrefix).inboundStream).catch(() => {});
-    } finally {
-      await nc.close();
-    }
-  });
-}
+export { dropNatsPrefixAtEnd, removeNatsPrefix } from './service.js';
 
 export interface PeerGateway {
   gateway: RunningGateway;
@@ -102,12 +91,12 @@ export interface PeerGateway {
 export async function startPeerGateway(
   t: Test,
   svc: TestService,
-  options: { config?: Partial<Config>; now?: () => number; webchat?: WebchatOptions; port?: number } = {},
+  options: { config?: Partial<Config>; now?: () => number; webchat?: WebchatOptions; port?: number; webhookActivity?: WebhookActivityOptions } = {},
 ): Promise<PeerGateway> {
   const config: Config = Object.freeze({ ...svc.config, ...options.config });
   const nc = await connectNats(config.natsUrl, 'test-peer');
   const gateway = await startGateway(
-    { config, orm: svc.orm, nc, logger: createLogger('silent'), now: options.now, webchat: options.webchat },
+    { config, orm: svc.orm, nc, logger: createLogger('silent'), now: options.now, webchat: options.webchat, webhookActivity: options.webhookActivity },
     { port: options.port ?? 0, host: '127.0.0.1' },
   );
   let closed = false;

@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Test } from 'tap';
 import type { AgentRunner } from '../../actors/agents/types.js';
 import { startWorker, type RunningWorker, type WorkerOptions } from '../../actors/worker.js';
@@ -7,11 +6,9 @@ import type { Config } from '../../lib/config.js';
 import type { Orm } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectNats, type NatsConnection } from '../../lib/nats.js';
-import { SecretBox } from '../../lib/secrets.js';
-import { partitionOf, streamNames } from '../../lib/streams.js';
-import { tenantScope } from '../../lib/tenancy.js';
+import { partitionOfEnvelope } from '../../lib/inbound.js';
+import { streamNames } from '../../lib/streams.js';
 import type { AgentOutput } from '../../schema/conversation.js';
-import { IntegrationSchema } from '../../schema/entities.js';
 import type { InboundEnvelope, NormalisedMessage, StatusHook } from '../../schema/envelope.js';
 import type { Chat2DeskStub } from './chat2desk-stub.js';
 import { TEST_NATS_URL, type ApiClient } from './service.js';
@@ -89,17 +86,14 @@ export interface TestIntegration {
   webhookSecret: string | null;
 }
 
-/**
- * A helpdesk integration pointing at the Chat2Desk stand-in: through POST /api/integrations
- * when that route exists, else inserted directly with the tenant EntityManager.
- */
+/** A helpdesk integration pointing at the Chat2Desk stand-in, created through POST /api/integrations. */
 export async function createHelpdeskIntegration(
-  svc: { api: ApiClient; orm: Orm; config: Config },
+  svc: { api: ApiClient },
   user: { token: string; companyId: number },
   stub: Chat2DeskStub,
   name = 'Helpdesk',
   existingAgentId?: number,
-): Promise<TestIntegration> {
+): Promise<TestIntegration & { webhookSecret: string }> {
   let agentId = existingAgentId;
   if (agentId === undefined) {
     const agent = await svc.api('POST', '/api/agents', { token: user.token, body: { name: `${name} agent` } });
@@ -107,20 +101,8 @@ export async function createHelpdeskIntegration(
     agentId = agent.body.agent.id as number;
   }
   const res = await svc.api('POST', '/api/integrations', { token: user.token, body: { type: 'helpdesk', name, agentId, apiUrl: stub.url, apiToken: stub.token } });
-  if (res.status === 201) return { id: res.body.integration.id, companyId: user.companyId, webhookSecret: res.body.integration.webhookSecret ?? null };
-  if (res.status !== 404) throw new Error(`POST /api/integrations: ${res.status} ${JSON.stringify(res.body)}`);
-  const secrets = new SecretBox(svc.config.secretsKeys);
-  const tenant = tenantScope(svc.orm, user.companyId);
-  const now = new Date();
-  const secret = randomUUID().replace(/-/g, '');
-  const row = tenant.em.create(IntegrationSchema, {
-    companyId: user.companyId, type: 'helpdesk', name, agentId, active: true, apiUrl: stub.url, region: null,
-    apiTokenSealed: secrets.seal(stub.token), webhookSecretSealed: secrets.seal(secret), previousSecretSealed: null,
-    previousSecretExpiresAt: null, webhookStatus: 'pending', webhookRegisteredAt: null, webhookRemoteId: null,
-    allowedOrigins: [], createdAt: now, updatedAt: now,
-  } as never);
-  await tenant.em.flush();
-  return { id: row.id, companyId: user.companyId, webhookSecret: secret };
+  if (res.status !== 201) throw new Error(`POST /api/integrations: ${res.status} ${JSON.stringify(res.body)}`);
+  return { id: res.body.integration.id, companyId: user.companyId, webhookSecret: res.body.integration.webhookSecret };
 }
 
 let seqNo = 0;
@@ -181,11 +163,7 @@ export function statusEnvelope(
  */
 export async function publishEnvelope(nc: NatsConnection, config: Config, env: InboundEnvelope, msgID?: string): Promise<{ duplicate: boolean }> {
   const names = streamNames(config.natsPrefix);
-  const key =
-    env.kind === 'message' ? env.message.clientId
-    : env.kind === 'operator' ? env.clientId
-    : (env.status.clientId ?? `request:${env.status.requestId}`);
-  const partition = partitionOf(env.integrationId, key, config.partitions);
+  const partition = partitionOfEnvelope(env, config.partitions);
   const ack = await jetstream(nc).publish(names.inboundSubject(partition, env.companyId), JSON.stringify(env), { msgID: msgID ?? `${env.integrationId}:${env.idempotencyKey}` });
   return { duplicate: ack.duplicate };
 }
@@ -204,6 +182,31 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Waits until the service has no unfinished work at all: no message left in the inbound
+ * stream (a work queue: what is acknowledged is gone), no outbox row pending or sending, no
+ * conversation waiting for its agent. What a test then sees is final: "nothing more
+ * arrives" is a fact, not a guess about how long a fixed sleep should be.
+ */
+export async function untilIdle(svc: { orm: Orm; nc: NatsConnection; config: Config }, timeoutMs = 20_000): Promise<void> {
+  const jsm = await jetstreamManager(svc.nc);
+  const stream = streamNames(svc.config.natsPrefix).inboundStream;
+  await eventually(
+    async () => {
+      const { state } = await jsm.streams.info(stream);
+      if (state.messages > 0) return false;
+      const [busy] = await sql(
+        svc.orm,
+        `select (select count(*) from outbox where status in ('pending', 'sending'))::int as outbox,
+                (select count(*) from conversations where state->>'active' = 'answering')::int as answering`,
+      );
+      return busy.outbox === 0 && busy.answering === 0;
+    },
+    timeoutMs,
+    'the service idle (no queued message, no unsent reply, no answer in progress)',
+  );
 }
 
 /** Raw SQL for assertions (bypasses the tenant filter). */

@@ -3,13 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
-import { dropStreamAtEnd } from '../support/webhooks.js';
+import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, startWebchatGateway } from '../support/webchat.js';
 
 /** The embeddable widget in headless Chromium, on a page of another origin than the gateway. */
 const svc = await startTestService(t, 'widget', { env: { PARTITIONS: '2' } });
-dropStreamAtEnd(t, svc);
+dropNatsPrefixAtEnd(t, svc);
 const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'widget-1' });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Shop Co');
@@ -120,5 +120,69 @@ t.test('the gateway restarts: the widget reconnects and resumes without duplicat
   const texts = (await log.locator('li').allTextContents()).map((s) => s.trim());
   t.equal(texts.filter((x) => x.endsWith('written while offline')).length, 1, 'once');
   t.equal(texts.length, 3);
+  await context.close();
+});
+
+const storedVisitor = async (page: import('playwright-core').Page) =>
+  JSON.parse((await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.startsWith('mas-webchat:'))?.[1] ?? 'null'))!) as { visitorToken: string; conversationId: number | null } | null;
+
+t.test('a closed conversation: the next message opens a new one below a "New conversation" line', async (t) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(siteUrl);
+  await page.getByRole('button', { name: 'Open chat' }).click();
+  const log = page.getByRole('log', { name: 'Conversation' });
+  const texts = async () => (await log.locator('li').allTextContents()).map((s) => s.trim());
+  const input = page.getByLabel('Message');
+
+  await eventually(async () => (await storedVisitor(page))?.visitorToken ?? null, 10_000, 'welcomed');
+  t.equal((await storedVisitor(page))!.conversationId, null, 'no session before the first message');
+  await input.fill('first question');
+  await input.press('Enter');
+  await log.getByText('echo: first question').waitFor({ timeout: 10_000 });
+  const first = (await storedVisitor(page))!.conversationId;
+  t.type(first, 'number', 'the session the first message opened');
+
+  t.equal((await svc.api('POST', `/api/conversations/${first}/close`, { token: user.token })).status, 200);
+  await page.getByText('This conversation was closed. Write to start a new one.').waitFor({ timeout: 10_000 });
+  await input.fill('second question');
+  await input.press('Enter');
+  await log.getByText('echo: second question').waitFor({ timeout: 10_000 });
+  t.same(await texts(), ['Youfirst question', 'Assistantecho: first question', 'New conversation', 'Yousecond question', 'Assistantecho: second question'], 'the new session below the line, in order');
+  const second = (await storedVisitor(page))!.conversationId;
+  t.not(second, first, 'the new session is remembered');
+  const stored = await sql(svc.orm, `select conversation_id, external_id from conversation_messages where role = 'customer' and conversation_id in (?, ?) order by id`, [first, second]);
+  t.same(stored.map((r) => r.conversation_id), [first, second], 'each message stored once, in its own session');
+
+  await page.reload();
+  await page.getByRole('button', { name: 'Open chat' }).click();
+  await eventually(async () => (await texts()).length === 2 || null, 10_000, 'the open session replayed');
+  t.same(await texts(), ['Yousecond question', 'Assistantecho: second question']);
+  t.same(errors, [], 'no page errors');
+  await context.close();
+});
+
+t.test('over the message rate: the message waits and goes once the rate allows', async (t) => {
+  let offset = 0;
+  const gw = await startWebchatGateway(t, svc, {}, 0, { webchat: { messagesPerMinutePerVisitor: 1 } }, () => Date.now() + offset);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${siteUrl}/?gw=${encodeURIComponent(gw.url)}`);
+  await page.getByRole('button', { name: 'Open chat' }).click();
+  const log = page.getByRole('log', { name: 'Conversation' });
+  const input = page.getByLabel('Message');
+  await input.fill('one');
+  await input.press('Enter');
+  await log.getByText('echo: one').waitFor({ timeout: 10_000 });
+  await input.fill('two');
+  await input.press('Enter');
+  await page.getByText(/writing faster than we can take/).waitFor({ timeout: 5_000 });
+  t.equal(await log.locator('li.sending').count(), 1, 'the refused message waits, not failed');
+  offset += 60_000;
+  await log.getByText('echo: two').waitFor({ timeout: 15_000 });
+  t.equal(await log.locator('li.sending, li.failed').count(), 0);
+  t.equal(await page.getByText(/writing faster than we can take/).count(), 0, 'the notice is gone');
   await context.close();
 });

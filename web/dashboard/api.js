@@ -139,6 +139,13 @@ export async function api(method, path, body, { signal, auth = true } = {}) {
   return text ? JSON.parse(text) : null;
 }
 
+/** A multipart upload (FormData): the browser writes the boundary. Resolves with the parsed body; rejects with ApiError. */
+export async function apiUpload(path, form, { signal } = {}) {
+  const res = await authFetch(path, { method: 'POST', signal, headers: { accept: 'application/json' }, body: form });
+  if (!res.ok) throw await errorFrom(res);
+  return res.json();
+}
+
 export async function signUp({ email, password, companyName }) {
   await api('POST', '/api/auth/register', { email, password, companyName }, { auth: false });
   return logIn({ email, password });

@@ -7,8 +7,11 @@ import { renderAuth } from './pages/auth.js';
 const PAGES = {
   integrations: { title: 'Integrations', load: () => import('./pages/integrations.js') },
   agents: { title: 'Agents', load: () => import('./pages/agents.js') },
+  'test-agent': { title: 'Test agent', load: () => import('./pages/test-agent.js') },
   knowledge: { title: 'Knowledge', load: () => import('./pages/knowledge.js') },
   conversations: { title: 'Conversations', load: () => import('./pages/conversations.js') },
+  leads: { title: 'Leads', load: () => import('./pages/leads.js') },
+  outcomes: { title: 'Outcomes', load: () => import('./pages/outcomes.js') },
   settings: { title: 'Settings', load: () => import('./pages/settings.js') },
 };
 const DEFAULT_PAGE = 'integrations';

@@ -51,6 +51,8 @@
     // Highest seq of a `message` frame shown (a page load starts at 0: the whole session is replayed).
     lastSeq: 0,
     seen: {},
+    // Messages of an earlier session are shown: the next session gets a "New conversation" line.
+    dividerDue: false,
     pending: [], // [{clientMessageId, text, el}] waiting for their ack
     ws: null,
     welcomed: false,
@@ -152,6 +154,8 @@
   if (document.body) mount();
   else document.addEventListener('DOMContentLoaded', mount);
 
+  // A message refused for its rate goes again after 3-6 s (a visitor's rate refills a message every 3 s by default).
+  var RATE_LIMITED_RETRY_MS = 3000;
   var ROLE_NAMES = { customer: 'You', agent: 'Assistant', operator: 'Operator' };
   var STATUS_TEXT = {
     active: '',
@@ -192,8 +196,41 @@
   function clearHistory() {
     state.seen = {};
     state.lastSeq = 0;
+    state.dividerDue = false;
     while (log.firstChild) log.removeChild(log.firstChild);
     for (var i = 0; i < state.pending.length; i++) log.appendChild(state.pending[i].el);
+  }
+
+  /**
+   * The visitor's session is another one (or none: the last one was closed). Its seqs start
+   * again at 1, so what is shown belongs to the past: it stays, but no longer takes part in
+   * ordering by seq. A "New conversation" line goes in once the next session exists.
+   */
+  function changeSession(conversationId) {
+    state.seen = {};
+    state.lastSeq = 0;
+    var shown = log.querySelectorAll('[data-seq]');
+    for (var i = 0; i < shown.length; i++) shown[i].removeAttribute('data-seq');
+    if (shown.length > 0) state.dividerDue = true;
+    if (conversationId !== null && state.dividerDue) {
+      state.dividerDue = false;
+      log.appendChild(el('li', 'divider', 'New conversation'));
+      // Messages waiting for their ack belong to the new session: below the line.
+      for (var j = 0; j < state.pending.length; j++) log.appendChild(state.pending[j].el);
+    }
+  }
+
+  function sendPending(item) {
+    send({ type: 'message', clientMessageId: item.clientMessageId, text: item.text });
+  }
+
+  /** Sends a message again after a while, if it still waits for its ack (it was not stored). */
+  function resendLater(clientMessageId, ms) {
+    setTimeout(function () {
+      for (var m = 0; m < state.pending.length; m++) {
+        if (state.pending[m].clientMessageId === clientMessageId) sendPending(state.pending[m]);
+      }
+    }, ms);
   }
 
   // ---- the socket ---------------------------------------------------------------------
@@ -255,25 +292,23 @@
 
   function onFrame(f) {
     switch (f.type) {
-      case 'welcome':
-        if (state.conversationId !== null && f.conversationId !== state.conversationId) {
-          // Another session (the previous one was closed): its seqs start again at 1.
-          state.seen = {};
-          state.lastSeq = 0;
-          var divider = el('li', 'divider', 'New conversation');
-          log.appendChild(divider);
-        }
+      case 'welcome': {
+        // conversationId is null while the visitor has no open session (the first message
+        // opens one, announced by a second welcome on the same socket).
+        var conversationId = typeof f.conversationId === 'number' ? f.conversationId : null;
+        var firstOnSocket = !state.welcomed;
+        if (conversationId !== state.conversationId) changeSession(conversationId);
         state.visitorToken = f.visitorToken;
-        state.conversationId = f.conversationId;
+        state.conversationId = conversationId;
         state.welcomed = true;
         state.attempts = 0;
         save();
-        setStatus('');
-        // Unacknowledged messages go again with the same clientMessageId (never stored twice).
-        for (var i = 0; i < state.pending.length; i++) {
-          send({ type: 'message', clientMessageId: state.pending[i].clientMessageId, text: state.pending[i].text });
-        }
+        setStatus(conversationId === null && state.dividerDue ? STATUS_TEXT.closed : '');
+        // Unacknowledged messages go again with the same clientMessageId (never stored twice),
+        // once per socket: a later welcome (a new session) does not mean they were lost.
+        if (firstOnSocket) for (var i = 0; i < state.pending.length; i++) sendPending(state.pending[i]);
         break;
+      }
       case 'message':
         if (typeof f.seq !== 'number' || state.seen[f.seq]) return;
         state.seen[f.seq] = true;
@@ -287,7 +322,11 @@
           if (p.clientMessageId !== f.clientMessageId) continue;
           state.pending.splice(j, 1);
           p.el.classList.remove('sending', 'failed');
-          if (state.seen[f.seq]) {
+          p.el.removeAttribute('title');
+          if (p.rateLimited && !state.pending.some(function (q) { return q.rateLimited; })) setStatus('');
+          if (typeof f.conversationId === 'number' && f.conversationId !== state.conversationId) {
+            // Stored earlier, in a past session (a resend): it stays where it is.
+          } else if (state.seen[f.seq]) {
             // Already shown (replayed before the ack came): keep one copy.
             if (p.el.parentNode) p.el.parentNode.removeChild(p.el);
           } else {
@@ -318,12 +357,16 @@
             }
           }
         } else if (f.clientMessageId && f.code === 'QUEUE_UNAVAILABLE') {
-          var retryId = f.clientMessageId;
-          setTimeout(function () {
-            for (var m = 0; m < state.pending.length; m++) {
-              if (state.pending[m].clientMessageId === retryId) send({ type: 'message', clientMessageId: retryId, text: state.pending[m].text });
-            }
-          }, 2000);
+          resendLater(f.clientMessageId, 2000);
+        } else if (f.clientMessageId && f.code === 'RATE_LIMITED') {
+          // Not stored: it stays in the list, waiting, and goes again when the rate allows.
+          for (var r = 0; r < state.pending.length; r++) {
+            if (state.pending[r].clientMessageId !== f.clientMessageId) continue;
+            state.pending[r].rateLimited = true;
+            state.pending[r].el.setAttribute('title', 'Waiting: too many messages in a short time');
+          }
+          setStatus('You are writing faster than we can take; your message will be sent in a moment.');
+          resendLater(f.clientMessageId, RATE_LIMITED_RETRY_MS + Math.random() * RATE_LIMITED_RETRY_MS);
         }
         break;
       default:

@@ -3,6 +3,11 @@
 import { api, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 
+const NO_ANSWER = [
+  { value: 'handoff', label: 'Say the fallback text, then hand over to a human' },
+  { value: 'fallback', label: 'Only say the fallback text (the bot stays on)' },
+];
+
 const PROVIDERS = [
   { value: 'builtin', label: 'Built-in (answers from the knowledge base, free)' },
   { value: 'openai', label: 'OpenAI-compatible model' },
@@ -21,6 +26,9 @@ export function render(root, { signal }) {
   const apiKey = h('input', { type: 'password', name: 'apiKey', autocomplete: 'new-password', spellcheck: 'false' });
   const keyHint = h('span');
   const kb = h('select', { name: 'knowledgeBaseId' });
+  const onNoAnswer = select(NO_ANSWER, { name: 'onNoAnswer' });
+  const fallbackMessage = h('input', { type: 'text', name: 'fallbackMessage', maxlength: '1000' });
+  const threshold = h('input', { type: 'number', name: 'relevanceThreshold', min: '0', max: '1', step: '0.05' });
   const modelFields = h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey, keyHint));
   const title = h('h2', { id: 'agent-form-title' }, 'New agent');
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create agent');
@@ -32,6 +40,13 @@ export function render(root, { signal }) {
     title,
     h('div', { class: 'grid-2' }, field('Name', name), field('Knowledge base', kb)),
     field('System prompt', prompt, 'Instructions the agent follows in every conversation.'),
+    h(
+      'div',
+      { class: 'grid-2' },
+      field('When nothing relevant is found', onNoAnswer),
+      field('Fallback text', fallbackMessage, 'Told to the customer instead of a guess.'),
+      field('Relevance threshold', threshold, '0–1: how much of a question a passage must cover to be used (default 0.5).'),
+    ),
     field('Model provider', provider),
     modelFields,
     h('div', { class: 'actions' }, submit, cancel),
@@ -62,6 +77,9 @@ export function render(root, { signal }) {
     apiKey.value = '';
     keyHint.textContent = agent?.model?.hasApiKey ? 'A key is stored (hidden). Leave empty to keep it; type a new one to replace it.' : 'Write-only: stored encrypted and never shown again.';
     fillKnowledgeBases(agent?.knowledgeBaseId);
+    onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
+    fallbackMessage.value = agent?.fallbackMessage ?? '';
+    threshold.value = String(agent?.relevanceThreshold ?? 0.5);
     syncProvider();
     formMsg.clear();
   }
@@ -84,8 +102,11 @@ export function render(root, { signal }) {
       model.baseUrl = baseUrl.value.trim() || null;
     }
     if (apiKey.value) model.apiKey = apiKey.value;
-    const body = { name: name.value.trim(), systemPrompt: prompt.value, model, knowledgeBaseId: kb.value ? Number(kb.value) : null };
+    const body = { name: name.value.trim(), systemPrompt: prompt.value, model, knowledgeBaseId: kb.value ? Number(kb.value) : null, onNoAnswer: onNoAnswer.value };
     const editing = state.editing;
+    if (fallbackMessage.value.trim()) body.fallbackMessage = fallbackMessage.value.trim();
+    else if (editing) body.fallbackMessage = null;
+    if (threshold.value !== '') body.relevanceThreshold = Number(threshold.value);
     try {
       const { agent } = await busy(submit, () =>
         editing ? api('PATCH', `/api/agents/${seg(editing.id)}`, body, { signal }) : api('POST', '/api/agents', body, { signal }),

@@ -7,6 +7,10 @@ import { busy, field, h, messages, replace, select, table, time } from '../dom.j
 import { followSse } from '../sse.js';
 
 const LIST_POLL_MS = 3000;
+/** Conversations per list page (the API's default page). */
+const PAGE = 50;
+/** The newest messages / transitions shown on a conversation page (the API's largest page). */
+const TAIL = 200;
 const STATUS_LABEL = { active: 'Active', paused: 'Paused', closed: 'Closed' };
 
 export function render(root, ctx) {
@@ -38,18 +42,35 @@ function stateText(value) {
 
 function renderList(root, { signal }) {
   const status = select([{ value: '', label: 'All' }, { value: 'active', label: 'Active' }, { value: 'paused', label: 'Paused' }, { value: 'closed', label: 'Closed' }], { name: 'status' });
+  const customer = h('input', { type: 'search', name: 'clientId', spellcheck: 'false', maxlength: '200' });
   const listEl = h('div');
   const msg = messages();
   const updated = h('p', { class: 'muted small' });
+  const range = h('span', { class: 'muted small', role: 'status' });
+  const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous');
+  const next = h('button', { type: 'button', class: 'secondary' }, 'Next');
+  const pager = h('div', { class: 'row pager', role: 'group', 'aria-label': 'Pages' }, previous, range, next);
+  let offset = 0;
 
   let generation = 0;
   async function load() {
     const gen = ++generation;
-    const q = status.value ? `?status=${encodeURIComponent(status.value)}` : '';
+    const q = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+    if (status.value) q.set('status', status.value);
+    if (customer.value.trim()) q.set('clientId', customer.value.trim());
     try {
-      const { conversations } = await api('GET', `/api/conversations${q}`, undefined, { signal });
+      const { conversations, total } = await api('GET', `/api/conversations?${q}`, undefined, { signal });
       if (gen !== generation) return;
+      // The list shrank under this page (closed and filtered away, …): show its last page.
+      if (offset > 0 && offset >= total) {
+        offset = Math.max(0, Math.floor((total - 1) / PAGE) * PAGE);
+        return load();
+      }
       msg.clear();
+      range.textContent = total ? `${offset + 1}–${offset + conversations.length} of ${total}` : '';
+      previous.disabled = offset === 0;
+      next.disabled = offset + conversations.length >= total;
+      pager.hidden = total <= PAGE && offset === 0;
       replace(
         listEl,
         table(
@@ -62,7 +83,14 @@ function renderList(root, { signal }) {
             { label: 'Last message', cell: (c) => time(c.lastMessageAt ?? c.updatedAt) },
           ],
           conversations,
-          { empty: status.value ? `No ${status.value} conversations.` : 'No conversations yet. They appear here when customers write in.', rowProps: (c) => ({ dataset: { conversationId: String(c.id) } }) },
+          {
+            empty: customer.value.trim()
+              ? `No ${status.value ? `${status.value} ` : ''}conversations with customer “${customer.value.trim()}”.`
+              : status.value
+                ? `No ${status.value} conversations.`
+                : 'No conversations yet. They appear here when customers write in.',
+            rowProps: (c) => ({ dataset: { conversationId: String(c.id) } }),
+          },
         ),
       );
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${LIST_POLL_MS / 1000} s`;
@@ -70,13 +98,27 @@ function renderList(root, { signal }) {
       if (err.name !== 'AbortError') msg.error(err);
     }
   }
-  status.addEventListener('change', load);
+  const restart = () => {
+    offset = 0;
+    load();
+  };
+  status.addEventListener('change', restart);
+  customer.addEventListener('change', restart);
+  previous.addEventListener('click', () => {
+    offset = Math.max(0, offset - PAGE);
+    load();
+  });
+  next.addEventListener('click', () => {
+    offset += PAGE;
+    load();
+  });
+  pager.hidden = true;
 
   root.append(
     h('h1', {}, 'Conversations'),
-    h('div', { class: 'row filter' }, field('Status', status), updated),
+    h('div', { class: 'row filter' }, field('Status', status), field('Customer', customer), updated),
     msg.el,
-    h('section', { 'aria-label': 'Conversation list' }, listEl),
+    h('section', { 'aria-label': 'Conversation list' }, listEl, pager),
   );
   every(LIST_POLL_MS, signal, load);
 }
@@ -95,8 +137,12 @@ function renderOne(root, { signal }, id) {
   const facts = h('dl', { class: 'facts' });
   const diagramEl = h('div', {}, h('p', { class: 'muted' }, 'Loading the state machine…'));
   const messagesEl = h('ol', { class: 'chat', 'aria-label': 'Messages' });
+  const messagesNote = h('p', { class: 'muted small' });
   const transitionsEl = h('div');
+  const transitionsNote = h('p', { class: 'muted small' });
   const loadMsg = messages();
+  /** Totals of the last read, so the next read asks for the newest page straight away. */
+  const totals = { messages: 0, transitions: 0 };
 
   const reply = h('textarea', { name: 'text', rows: 3, maxlength: '4000' });
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send reply');
@@ -143,6 +189,14 @@ function renderOne(root, { signal }, id) {
           { class: ['msg', `from-${role.replace(/[^a-z]/gi, '')}`] },
           h('div', { class: 'msg-meta' }, h('span', { class: 'msg-role' }, role), ' · ', time(m.at ?? m.createdAt), m.delivery ? ` · ${m.delivery}` : null),
           h('p', { class: 'msg-text' }, m.text ?? ''),
+          Array.isArray(m.sources) && m.sources.length
+            ? h(
+                'p',
+                { class: 'msg-sources' },
+                'Sources: ',
+                m.sources.map((s, i) => [i ? ', ' : null, h('span', { class: 'source', title: `document ${s.documentId}, chunk ${s.chunkId}` }, String(s.title ?? `document ${s.documentId}`))]),
+              )
+            : null,
         );
       }),
     );
@@ -167,13 +221,29 @@ function renderOne(root, { signal }, id) {
     );
   }
 
+  /** The newest TAIL items of a paged list (oldest first in the API): asks again when the total moved. */
+  async function newest(path, key) {
+    let offset = Math.max(0, totals[key] - TAIL);
+    let out = await api('GET', `${path}?limit=${TAIL}&offset=${offset}`, undefined, { signal });
+    const wanted = Math.max(0, (out.total ?? 0) - TAIL);
+    if (wanted !== offset) {
+      offset = wanted;
+      out = await api('GET', `${path}?limit=${TAIL}&offset=${offset}`, undefined, { signal });
+    }
+    totals[key] = out.total ?? 0;
+    const items = out[key] ?? [];
+    return { items, note: totals[key] > items.length ? `Showing the latest ${items.length} of ${totals[key]}.` : '' };
+  }
+
   async function refresh() {
     try {
       const base = `/api/conversations/${seg(id)}`;
-      const [c, m, t] = await Promise.all([api('GET', base, undefined, { signal }), api('GET', `${base}/messages`, undefined, { signal }), api('GET', `${base}/transitions`, undefined, { signal })]);
+      const [c, m, t] = await Promise.all([api('GET', base, undefined, { signal }), newest(`${base}/messages`, 'messages'), newest(`${base}/transitions`, 'transitions')]);
       apply(c.conversation);
-      renderMessages(m.messages ?? []);
-      renderTransitions(t.transitions ?? []);
+      renderMessages(m.items);
+      messagesNote.textContent = m.note;
+      renderTransitions(t.items);
+      transitionsNote.textContent = t.note;
       loadMsg.clear();
     } catch (err) {
       if (err.name !== 'AbortError') loadMsg.error(err);
@@ -248,11 +318,11 @@ function renderOne(root, { signal }, id) {
     h(
       'div',
       { class: 'conv-grid' },
-      h('section', { class: 'panel', 'aria-labelledby': 'msgs-title' }, h('h2', { id: 'msgs-title' }, 'Messages'), messagesEl, replyForm),
+      h('section', { class: 'panel', 'aria-labelledby': 'msgs-title' }, h('h2', { id: 'msgs-title' }, 'Messages'), messagesNote, messagesEl, replyForm),
       h('section', { class: 'panel', 'aria-labelledby': 'facts-title' }, h('h2', { id: 'facts-title' }, 'Details'), facts),
     ),
     h('section', { class: 'panel', 'aria-labelledby': 'machine-title' }, h('h2', { id: 'machine-title' }, 'State machine'), diagramEl),
-    h('section', { class: 'panel', 'aria-labelledby': 'log-title' }, h('h2', { id: 'log-title' }, 'Transition log'), transitionsEl),
+    h('section', { class: 'panel', 'aria-labelledby': 'log-title' }, h('h2', { id: 'log-title' }, 'Transition log'), transitionsNote, transitionsEl),
   );
 
   loadMachine();

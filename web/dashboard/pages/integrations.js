@@ -1,10 +1,14 @@
 // Integrations: create helpdesk / webchat integrations, show their webhook URL and (just
-// after create or rotate) secret, rotate the secret, switch them on and off, register the
-// helpdesk webhook, and give webchat integrations their embed snippet.
+// after create or rotate) secret, rotate the secret or set the one the helpdesk issued,
+// switch them on and off, register the helpdesk webhook, show whether webhooks arrive (last
+// webhook, refusals for a bad signature in the last hour and why), and give webchat
+// integrations their embed snippet.
 import { api, seg } from '../api.js';
 import { busy, checkbox, copyField, field, h, messages, replace, select, time, uid } from '../dom.js';
 
 const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+// webhookStatus: ok = registered and webhooks arrive (or none expected yet); failing = recent deliveries refused.
+const WEBHOOK_BADGE = { ok: ['ok', 'Webhook OK'], failing: ['failing', 'Webhook failing'], pending: ['pending', 'Webhook pending'] };
 
 export function render(root, { signal }) {
   const state = { integrations: [], agents: [], secrets: new Map(), notes: new Map() };
@@ -141,7 +145,7 @@ export function render(root, { signal }) {
         msg.ok('Registering the webhook at the helpdesk…');
         try {
           const out = await busy(registerButton, () => api('POST', `/api/integrations/${seg(it.id)}/register-webhook`, {}, { signal }));
-          let fresh = { ...it, webhookStatus: 'ok', webhookRegisteredAt: out?.webhookRegisteredAt ?? new Date().toISOString() };
+          let fresh = { ...it, webhookStatus: it.webhookStatus === 'failing' ? 'failing' : 'ok', webhookRegisteredAt: out?.webhookRegisteredAt ?? new Date().toISOString() };
           try {
             fresh = (await api('GET', `/api/integrations/${seg(it.id)}`, undefined, { signal })).integration;
           } catch {
@@ -156,6 +160,39 @@ export function render(root, { signal }) {
       });
     }
 
+    // The secret the helpdesk issued (Chat2Desk signs with its own): write-only, the old one keeps a grace period.
+    let secretForm = null;
+    if (isHelpdesk) {
+      const secretInput = h('input', { type: 'password', name: 'webhookSecret', autocomplete: 'off', spellcheck: 'false', minlength: '16', maxlength: '512' });
+      const secretButton = h('button', { type: 'submit', class: 'secondary', dataset: { focus: `secret-${it.id}` } }, 'Use this secret');
+      secretForm = h(
+        'form',
+        { method: 'post', class: 'inline-form' },
+        field('Secret issued by the helpdesk', secretInput, 'If the helpdesk shows its own signing secret, paste it here. Stored encrypted, never shown again.'),
+        h('div', { class: 'actions' }, secretButton),
+      );
+      secretForm.addEventListener('submit', async (e) => {
+        e.preventDefault();
+        const value = secretInput.value.trim();
+        if (!value) {
+          msg.error(new Error('Paste the secret the helpdesk shows first.'));
+          secretInput.focus();
+          return;
+        }
+        try {
+          const { integration } = await busy(secretButton, () => api('PATCH', `/api/integrations/${seg(it.id)}`, { webhookSecret: value }, { signal }));
+          state.secrets.delete(it.id);
+          state.notes.set(it.id, 'The helpdesk’s secret is set: webhooks signed with it are accepted. The previous secret keeps working for a grace period.');
+          upsert(integration);
+          renderList(`secret-${it.id}`);
+        } catch (err) {
+          if (err.name !== 'AbortError') msg.error(err);
+        }
+      });
+    }
+
+    const failures = it.signatureFailuresLastHour ?? 0;
+    const lastFailure = it.lastSignatureFailure;
     const secret = state.secrets.get(it.id);
     const details = h(
       'dl',
@@ -164,9 +201,22 @@ export function render(root, { signal }) {
       h('dd', {}, agentName ?? (it.agentId ? `#${it.agentId}` : '—')),
       isHelpdesk ? [h('dt', {}, 'API URL'), h('dd', { class: 'mono' }, it.apiUrl || '—')] : null,
       isHelpdesk ? [h('dt', {}, 'Webhook registered'), h('dd', {}, time(it.webhookRegisteredAt))] : null,
+      isHelpdesk ? [h('dt', {}, 'Last webhook'), h('dd', { dataset: { fact: 'last-webhook' } }, it.lastWebhookAt ? time(it.lastWebhookAt) : h('span', { class: 'muted' }, 'none received yet'))] : null,
+      isHelpdesk
+        ? [
+            h('dt', {}, 'Refused (last hour)'),
+            h(
+              'dd',
+              { dataset: { fact: 'refused' } },
+              failures ? `${failures} for a bad signature` : 'none',
+              lastFailure && failures ? [h('br'), h('span', { class: 'small' }, 'Last: ', time(lastFailure.at), ` — ${lastFailure.message ?? lastFailure.reason}`)] : null,
+            ),
+          ]
+        : null,
       h('dt', {}, 'Created'),
       h('dd', {}, time(it.createdAt)),
     );
+    const [badgeClass, badgeText] = WEBHOOK_BADGE[it.webhookStatus] ?? WEBHOOK_BADGE.pending;
 
     const origin = location.origin;
     const snippet = `<script src="${origin}/widget.js" data-integration-id="${it.id}"></script>`;
@@ -179,7 +229,7 @@ export function render(root, { signal }) {
         { class: 'card-head' },
         h('h3', { id: headingId }, it.name),
         h('span', { class: 'tag' }, TYPE_LABEL[it.type] ?? it.type),
-        isHelpdesk ? h('span', { class: ['badge', it.webhookStatus === 'ok' ? 'ok' : 'pending'] }, it.webhookStatus === 'ok' ? 'Webhook OK' : 'Webhook pending') : null,
+        isHelpdesk ? h('span', { class: ['badge', badgeClass], title: it.webhookStatus === 'failing' && lastFailure ? lastFailure.message ?? '' : '' }, badgeText) : null,
         it.active === false ? h('span', { class: 'badge off' }, 'Inactive') : null,
       ),
       details,
@@ -188,6 +238,7 @@ export function render(root, { signal }) {
       secret ? copyField('Webhook secret', secret, { buttonLabel: 'Copy secret' }) : null,
       it.type === 'webchat' ? copyField('Embed snippet', snippet, { buttonLabel: 'Copy snippet', multiline: true }) : null,
       h('div', { class: 'actions' }, active.el, rotate, registerButton),
+      secretForm,
       msg.el,
     );
   }

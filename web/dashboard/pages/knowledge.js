@@ -1,6 +1,17 @@
-// Knowledge bases: create, pick one, add / delete its documents, and try a search.
-import { api, seg } from '../api.js';
-import { busy, field, h, messages, replace, time } from '../dom.js';
+// Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
+// a file, a page by URL, or typed text); watch their processing (status, progress bars);
+// preview a document's chunks; try a search.
+import { api, apiUpload, seg } from '../api.js';
+import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
+
+const LANGUAGES = ['simple', 'english', 'russian', 'german', 'french', 'spanish', 'italian', 'portuguese', 'dutch', 'turkish'].map((l) => ({ value: l, label: l }));
+const FORMATS = [
+  { value: 'markdown', label: 'Markdown / plain text with # headings' },
+  { value: 'text', label: 'Plain text' },
+  { value: 'html', label: 'HTML' },
+];
+const ACCEPT = '.txt,.md,.markdown,.html,.htm,.pdf';
+const POLL_MS = 1000;
 
 /** The snippet as text, with the query's words marked (<mark>), all built from text nodes. */
 function snippetNodes(snippet, query) {
@@ -11,21 +22,24 @@ function snippetNodes(snippet, query) {
   return text.split(re).filter(Boolean).map((part) => (words.includes(part.toLowerCase()) ? h('mark', {}, part) : part));
 }
 
+const sourceText = (s) => (s?.type === 'url' ? s.url : s?.filename ? `${s.filename}` : s?.type ?? '');
+
 export function render(root, { signal }) {
-  const state = { knowledgeBases: [], selectedId: null, documents: [] };
+  const state = { knowledgeBases: [], selectedId: null, documents: [], total: 0, preview: null, timer: null };
   const listMsg = messages();
   const kbList = h('ul', { class: 'pill-list' });
   const detail = h('section', { class: 'panel', 'aria-labelledby': 'kb-detail-title', hidden: true });
 
   // ---- create a knowledge base ----
   const kbName = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
+  const kbLanguage = select(LANGUAGES, { name: 'language' });
   const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create knowledge base');
   const createMsg = messages();
   const createForm = h(
     'form',
     { method: 'post', class: 'panel inline-form', 'aria-labelledby': 'new-kb' },
     h('h2', { id: 'new-kb' }, 'New knowledge base'),
-    h('div', { class: 'row' }, field('Name', kbName), createButton),
+    h('div', { class: 'row' }, field('Name', kbName), field('Language', kbLanguage, 'How words are stemmed for search.'), createButton),
     createMsg.el,
   );
   createForm.addEventListener('submit', async (e) => {
@@ -36,7 +50,7 @@ export function render(root, { signal }) {
       return;
     }
     try {
-      const { knowledgeBase } = await busy(createButton, () => api('POST', '/api/knowledge-bases', { name: kbName.value.trim() }, { signal }));
+      const { knowledgeBase } = await busy(createButton, () => api('POST', '/api/knowledge-bases', { name: kbName.value.trim(), language: kbLanguage.value }, { signal }));
       kbName.value = '';
       state.knowledgeBases.push(knowledgeBase);
       createMsg.ok(`Knowledge base “${knowledgeBase.name}” created.`);
@@ -61,12 +75,80 @@ export function render(root, { signal }) {
     );
   }
 
-  // ---- one knowledge base: documents and search ----
+  // ---- one knowledge base ----
   const detailTitle = h('h2', { id: 'kb-detail-title' });
+  const detailFacts = h('p', { class: 'muted small' });
   const docsEl = h('div');
   const docsMsg = messages();
+  const previewEl = h('div', { 'aria-live': 'polite' });
+
+  // Upload: drag and drop, or choose a file.
+  const fileInput = h('input', { type: 'file', name: 'file', accept: ACCEPT });
+  const uploadMsg = messages();
+  const dropzone = h(
+    'div',
+    { class: 'dropzone', 'aria-labelledby': 'upload-title' },
+    h('h3', { id: 'upload-title' }, 'Upload a file'),
+    h('p', { class: 'muted small' }, 'Drop a .txt, .md, .html or .pdf file here (up to 10 MiB), or choose one.'),
+    field('File', fileInput),
+    uploadMsg.el,
+  );
+  for (const type of ['dragenter', 'dragover']) {
+    dropzone.addEventListener(type, (e) => {
+      e.preventDefault();
+      dropzone.classList.add('over');
+    });
+  }
+  dropzone.addEventListener('dragleave', () => dropzone.classList.remove('over'));
+  dropzone.addEventListener('drop', (e) => {
+    e.preventDefault();
+    dropzone.classList.remove('over');
+    const files = [...(e.dataTransfer?.files ?? [])];
+    for (const f of files) uploadFile(f);
+  });
+  fileInput.addEventListener('change', () => {
+    for (const f of [...(fileInput.files ?? [])]) uploadFile(f);
+    fileInput.value = '';
+  });
+
+  async function uploadFile(file) {
+    const id = state.selectedId;
+    const form = new FormData();
+    form.append('file', file, file.name);
+    uploadMsg.ok(`Uploading “${file.name}”…`);
+    try {
+      const { document: doc } = await apiUpload(`/api/knowledge-bases/${seg(id)}/documents`, form, { signal });
+      if (state.selectedId !== id) return;
+      uploadMsg.ok(`“${file.name}” uploaded.`);
+      state.documents.push(doc);
+      state.total += 1;
+      renderDocs();
+      watch();
+    } catch (err) {
+      if (err.name !== 'AbortError') uploadMsg.error(err);
+    }
+  }
+
+  // A page by URL.
+  const pageUrl = h('input', { type: 'url', name: 'url', placeholder: 'https://help.example.com/article', spellcheck: 'false' });
+  const pageButton = h('button', { type: 'submit', class: 'secondary' }, 'Add page');
+  const pageMsg = messages();
+  const pageForm = h('form', { method: 'post', 'aria-labelledby': 'add-page' }, h('h3', { id: 'add-page' }, 'Add a web page'), h('div', { class: 'row' }, field('Page URL', pageUrl), pageButton), pageMsg.el);
+  pageForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const url = pageUrl.value.trim();
+    if (!url) {
+      pageMsg.error(new Error('Type the address of the page.'));
+      pageUrl.focus();
+      return;
+    }
+    await addDocument(pageButton, pageMsg, { url }, () => (pageUrl.value = ''));
+  });
+
+  // Typed text.
   const title = h('input', { type: 'text', name: 'title', required: true, maxlength: '500' });
   const content = h('textarea', { name: 'content', rows: 6, required: true });
+  const format = select(FORMATS, { name: 'format' });
   const addButton = h('button', { type: 'submit', class: 'primary' }, 'Add document');
   const addMsg = messages();
   const addForm = h(
@@ -75,9 +157,40 @@ export function render(root, { signal }) {
     h('h3', { id: 'add-doc' }, 'Add a document'),
     field('Title', title),
     field('Content', content),
+    field('Format', format),
     h('div', { class: 'actions' }, addButton),
     addMsg.el,
   );
+  addForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!title.value.trim() || !content.value.trim()) {
+      addMsg.error(new Error('A document needs a title and some content.'));
+      (title.value.trim() ? content : title).focus();
+      return;
+    }
+    await addDocument(addButton, addMsg, { title: title.value.trim(), content: content.value, format: format.value }, () => {
+      title.value = '';
+      content.value = '';
+    });
+  });
+
+  async function addDocument(button, msg, body, clear) {
+    const id = state.selectedId;
+    try {
+      const { document: doc } = await busy(button, () => api('POST', `/api/knowledge-bases/${seg(id)}/documents`, body, { signal }));
+      if (state.selectedId !== id) return;
+      clear();
+      state.documents.push(doc);
+      state.total += 1;
+      renderDocs();
+      msg.ok(`Document “${doc.title}” added.`);
+      watch();
+    } catch (err) {
+      if (err.name !== 'AbortError') msg.error(err);
+    }
+  }
+
+  // Search.
   const query = h('input', { type: 'search', name: 'q', maxlength: '500' });
   const searchButton = h('button', { type: 'submit', class: 'secondary' }, 'Search');
   const results = h('div', { 'aria-live': 'polite' });
@@ -90,33 +203,6 @@ export function render(root, { signal }) {
     searchMsg.el,
     results,
   );
-  replace(
-    detail,
-    detailTitle,
-    h('div', { class: 'grid-2 top' }, h('div', {}, addForm, searchForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl)),
-  );
-
-  addForm.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    const id = state.selectedId;
-    if (!title.value.trim() || !content.value.trim()) {
-      addMsg.error(new Error('A document needs a title and some content.'));
-      (title.value.trim() ? content : title).focus();
-      return;
-    }
-    try {
-      const { document: doc } = await busy(addButton, () => api('POST', `/api/knowledge-bases/${seg(id)}/documents`, { title: title.value.trim(), content: content.value }, { signal }));
-      if (state.selectedId !== id) return;
-      title.value = '';
-      content.value = '';
-      state.documents.push(doc);
-      renderDocs();
-      addMsg.ok(`Document “${doc.title}” added.`);
-    } catch (err) {
-      if (err.name !== 'AbortError') addMsg.error(err);
-    }
-  });
-
   searchForm.addEventListener('submit', async (e) => {
     e.preventDefault();
     const q = query.value.trim();
@@ -135,7 +221,14 @@ export function render(root, { signal }) {
               'ol',
               { class: 'results', 'aria-label': 'Search results' },
               list.map((r) =>
-                h('li', {}, h('strong', {}, r.title), typeof r.score === 'number' ? h('span', { class: 'muted small' }, ` score ${r.score.toFixed(3)}`) : null, h('p', {}, snippetNodes(r.snippet, q))),
+                h(
+                  'li',
+                  {},
+                  h('strong', {}, r.title),
+                  r.heading ? h('span', { class: 'muted small' }, ` › ${r.heading}`) : null,
+                  (r.matchedBy ?? []).map((m) => h('span', { class: 'tag' }, m)),
+                  h('p', {}, snippetNodes(r.snippet, q)),
+                ),
               ),
             )
           : h('p', { class: 'muted' }, `No results for “${q}”.`),
@@ -145,61 +238,122 @@ export function render(root, { signal }) {
     }
   });
 
+  replace(
+    detail,
+    detailTitle,
+    detailFacts,
+    h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
+  );
+
+  function statusCell(d) {
+    const badge = h('span', { class: ['badge', `status-${d.status}`] }, d.status === 'processing' ? 'Processing' : d.status === 'ready' ? 'Ready' : 'Failed');
+    if (d.status === 'processing') return h('div', {}, badge, ' ', h('progress', { max: '100', value: String(d.progress ?? 0), 'aria-label': `Progress of ${d.title}` }), h('span', { class: 'muted small' }, ` ${d.progress ?? 0}%`));
+    if (d.status === 'failed') return h('div', {}, badge, h('p', { class: 'doc-error' }, d.error ?? ''));
+    return badge;
+  }
+
   function renderDocs() {
-    if (!state.documents.length) {
-      replace(docsEl, h('p', { class: 'muted empty' }, 'No documents yet.'));
-      return;
-    }
     replace(
       docsEl,
-      h(
-        'ul',
-        { class: 'docs' },
-        state.documents.map((d) => {
-          const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete ${d.title}` }, 'Delete');
-          del.addEventListener('click', async () => {
-            try {
-              await busy(del, () => api('DELETE', `/api/knowledge-bases/${seg(state.selectedId)}/documents/${seg(d.id)}`, undefined, { signal }));
-              state.documents = state.documents.filter((x) => x.id !== d.id);
-              renderDocs();
-              docsMsg.ok(`Document “${d.title}” deleted.`);
-            } catch (err) {
-              if (err.name !== 'AbortError') docsMsg.error(err);
-            }
-          });
-          const text = String(d.content ?? '');
-          return h(
-            'li',
-            { class: 'doc' },
-            h('div', { class: 'doc-head' }, h('strong', {}, d.title), time(d.createdAt), del),
-            h('p', { class: 'doc-body' }, text.length > 240 ? `${text.slice(0, 240)}…` : text),
-          );
-        }),
+      table(
+        '!Documents',
+        [
+          { label: 'Title', cell: (d) => h('div', {}, h('strong', {}, d.title), h('div', { class: 'muted small' }, sourceText(d.source))) },
+          { label: 'Status', cell: statusCell },
+          { label: 'Chunks', class: 'num', cell: (d) => String(d.chunks ?? 0) },
+          {
+            label: 'Actions',
+            cell: (d) => {
+              const view = h('button', { type: 'button', class: 'secondary small', 'aria-label': `Chunks of ${d.title}`, disabled: d.status !== 'ready' }, 'Chunks');
+              view.addEventListener('click', () => showChunks(d, view));
+              const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete ${d.title}` }, 'Delete');
+              del.addEventListener('click', () => remove(d, del));
+              return h('div', { class: 'actions tight' }, view, del);
+            },
+          },
+        ],
+        state.documents,
+        { empty: 'No documents yet.', rowProps: (d) => ({ dataset: { documentId: String(d.id) } }) },
       ),
+      state.total > state.documents.length ? h('p', { class: 'muted small' }, `Showing ${state.documents.length} of ${state.total}.`) : null,
     );
   }
 
-  async function choose(id) {
-    state.selectedId = id;
-    state.documents = [];
-    const kb = state.knowledgeBases.find((k) => k.id === id);
-    renderKbList();
-    detail.hidden = false;
-    detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
-    replace(results);
-    addMsg.clear();
-    searchMsg.clear();
-    docsMsg.ok('Loading documents…');
-    replace(docsEl);
+  async function remove(d, button) {
     try {
-      const out = await api('GET', `/api/knowledge-bases/${seg(id)}/documents`, undefined, { signal });
+      await busy(button, () => api('DELETE', `/api/knowledge-bases/${seg(state.selectedId)}/documents/${seg(d.id)}`, undefined, { signal }));
+      state.documents = state.documents.filter((x) => x.id !== d.id);
+      state.total -= 1;
+      if (state.preview === d.id) replace(previewEl);
+      renderDocs();
+      docsMsg.ok(`Document “${d.title}” deleted.`);
+    } catch (err) {
+      if (err.name !== 'AbortError') docsMsg.error(err);
+    }
+  }
+
+  async function showChunks(d, button) {
+    try {
+      const out = await busy(button, () => api('GET', `/api/knowledge-bases/${seg(state.selectedId)}/documents/${seg(d.id)}/chunks?limit=50`, undefined, { signal }));
+      state.preview = d.id;
+      replace(
+        previewEl,
+        h(
+          'section',
+          { 'aria-labelledby': 'chunks-title' },
+          h('h3', { id: 'chunks-title' }, `Chunks of “${d.title}”`),
+          h('p', { class: 'muted small' }, out.total > out.chunks.length ? `First ${out.chunks.length} of ${out.total}.` : `${out.total} chunk${out.total === 1 ? '' : 's'}.`),
+          h(
+            'ol',
+            { class: 'chunk-list', 'aria-label': `Chunks of ${d.title}` },
+            out.chunks.map((c) => h('li', {}, c.heading ? h('div', { class: 'chunk-heading' }, c.heading) : null, h('p', {}, c.content))),
+          ),
+        ),
+      );
+    } catch (err) {
+      if (err.name !== 'AbortError') docsMsg.error(err);
+    }
+  }
+
+  /** While a document is processing, the list is refreshed every second. */
+  function watch() {
+    if (state.timer || !state.documents.some((d) => d.status === 'processing')) return;
+    state.timer = setTimeout(async () => {
+      state.timer = null;
+      await loadDocuments(state.selectedId);
+      watch();
+    }, POLL_MS);
+  }
+
+  async function loadDocuments(id) {
+    try {
+      const out = await api('GET', `/api/knowledge-bases/${seg(id)}/documents?limit=200`, undefined, { signal });
       if (state.selectedId !== id) return;
       state.documents = out.documents ?? [];
+      state.total = out.total ?? state.documents.length;
       docsMsg.clear();
       renderDocs();
     } catch (err) {
       if (err.name !== 'AbortError') docsMsg.error(err);
     }
+  }
+
+  async function choose(id) {
+    state.selectedId = id;
+    state.documents = [];
+    state.preview = null;
+    const kb = state.knowledgeBases.find((k) => k.id === id);
+    renderKbList();
+    detail.hidden = false;
+    detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
+    detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
+    replace(results);
+    replace(previewEl);
+    for (const m of [addMsg, searchMsg, uploadMsg, pageMsg]) m.clear();
+    docsMsg.ok('Loading documents…');
+    replace(docsEl);
+    await loadDocuments(id);
+    watch();
   }
 
   async function load() {
@@ -215,11 +369,14 @@ export function render(root, { signal }) {
 
   root.append(
     h('h1', {}, 'Knowledge'),
-    h('p', { class: 'lead muted' }, 'Documents your agents answer from. Built-in agents search them directly.'),
+    h('p', { class: 'lead muted' }, 'Documents your agents answer from: files, web pages or text, split into chunks and searched by meaning and words.'),
     createForm,
     h('section', { 'aria-labelledby': 'kbs-title' }, h('h2', { id: 'kbs-title' }, 'Knowledge bases'), listMsg.el, kbList),
     detail,
   );
   renderKbList();
   load();
+  return () => {
+    if (state.timer) clearTimeout(state.timer);
+  };
 }

@@ -79,27 +79,49 @@ export function render(root, { signal }) {
   const balanceEl = h('p', { class: 'balance' }, h('span', { class: 'muted' }, 'Loading…'));
   const ledgerEl = h('div');
   const billingMsg = messages();
+  const ledgerCount = h('p', { class: 'muted small', role: 'status' });
+  const moreLedger = h('button', { type: 'button', class: 'secondary' }, 'Show older entries');
+  moreLedger.hidden = true;
+  const ledger = { entries: [], total: 0 };
+  // The ledger comes newest first, a page at a time (GET /api/billing has the first page).
+  moreLedger.addEventListener('click', async () => {
+    try {
+      const out = await busy(moreLedger, () => api('GET', `/api/billing/ledger?limit=50&offset=${ledger.entries.length}`, undefined, { signal }));
+      ledger.entries.push(...(out.ledger ?? []));
+      ledger.total = out.total ?? ledger.total;
+      renderLedger();
+    } catch (err) {
+      if (err.name !== 'AbortError') billingMsg.error(err);
+    }
+  });
+  function renderLedger() {
+    ledgerCount.textContent = ledger.total > ledger.entries.length ? `${ledger.entries.length} of ${ledger.total} entries` : '';
+    moreLedger.hidden = ledger.entries.length >= ledger.total;
+    replace(
+      ledgerEl,
+      table(
+        'Credit ledger',
+        [
+          { label: 'Date', cell: (e) => time(e.at) },
+          { label: 'Entry', cell: (e) => LEDGER_KIND[e.kind] ?? e.kind },
+          { label: 'Amount (USD)', class: 'num', cell: (e) => e.amountUsd },
+          { label: 'Balance after', class: 'num', cell: (e) => e.balanceAfterUsd },
+          { label: 'Model', cell: (e) => e.model ?? '—' },
+          { label: 'Tokens in / out', class: 'num', cell: (e) => (e.inputTokens != null ? `${e.inputTokens} / ${e.outputTokens ?? 0}` : '—') },
+          { label: 'Conversation', cell: (e) => (e.conversationId ? h('a', { href: `#/conversations/${seg(e.conversationId)}` }, `#${e.conversationId}`) : '—') },
+        ],
+        ledger.entries,
+        { empty: 'No ledger entries.' },
+      ),
+    );
+  }
   async function loadBilling() {
     try {
       const { billing } = await api('GET', '/api/billing', undefined, { signal });
       replace(balanceEl, 'Balance: ', h('strong', { class: 'amount', dataset: { balance: billing.balanceUsd } }, `${billing.balanceUsd} USD`));
-      replace(
-        ledgerEl,
-        table(
-          'Credit ledger',
-          [
-            { label: 'Date', cell: (e) => time(e.at) },
-            { label: 'Entry', cell: (e) => LEDGER_KIND[e.kind] ?? e.kind },
-            { label: 'Amount (USD)', class: 'num', cell: (e) => e.amountUsd },
-            { label: 'Balance after', class: 'num', cell: (e) => e.balanceAfterUsd },
-            { label: 'Model', cell: (e) => e.model ?? '—' },
-            { label: 'Tokens in / out', class: 'num', cell: (e) => (e.inputTokens != null ? `${e.inputTokens} / ${e.outputTokens ?? 0}` : '—') },
-            { label: 'Conversation', cell: (e) => (e.conversationId ? h('a', { href: `#/conversations/${seg(e.conversationId)}` }, `#${e.conversationId}`) : '—') },
-          ],
-          billing.ledger ?? [],
-          { empty: 'No ledger entries.' },
-        ),
-      );
+      ledger.entries = [...(billing.ledger ?? [])];
+      ledger.total = billing.ledgerTotal ?? ledger.entries.length;
+      renderLedger();
     } catch (err) {
       if (err.name !== 'AbortError') {
         replace(balanceEl);
@@ -151,7 +173,7 @@ export function render(root, { signal }) {
       tokensMsg.el,
       tokensEl,
     ),
-    h('section', { class: 'panel', 'aria-labelledby': 'billing-title' }, h('h2', { id: 'billing-title' }, 'Credits'), balanceEl, billingMsg.el, ledgerEl),
+    h('section', { class: 'panel', 'aria-labelledby': 'billing-title' }, h('h2', { id: 'billing-title' }, 'Credits'), balanceEl, billingMsg.el, ledgerEl, h('div', { class: 'row' }, ledgerCount, moreLedger)),
     h('section', { class: 'panel', 'aria-labelledby': 'pipelines-title' }, h('h2', { id: 'pipelines-title' }, 'Pipelines'), pipelinesMsg.el, pipelinesEl),
   );
   loadTokens();

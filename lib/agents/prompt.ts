@@ -23,9 +23,14 @@ export const estimateTokens = (text: string): number => Math.ceil(text.length / 
 const HANDOFF_INSTRUCTION =
   'If you cannot answer from the knowledge provided, or the customer asks for a person, call the tool `handoff_to_human` instead of guessing.';
 
+const NOTHING_RELEVANT =
+  'The knowledge base has nothing relevant to this message. Do not state facts about the business (prices, times, policies) from elsewhere: if the message needs them, call `handoff_to_human`.';
+
 export function buildPrompt(input: {
   systemPrompt: string;
   passages: KnowledgePassage[];
+  /** The agent has a knowledge base (with no passage, the model is told that it has nothing relevant). */
+  hasKnowledgeBase?: boolean;
   history: HistoryMessage[];
   message: string;
   historyTokenBudget?: number;
@@ -34,6 +39,8 @@ export function buildPrompt(input: {
   if (input.passages.length) {
     system.push('Knowledge base passages (answer from these):');
     input.passages.forEach((p, i) => system.push(`[${i + 1}] ${p.title}\n${p.snippet}`));
+  } else if (input.hasKnowledgeBase) {
+    system.push(NOTHING_RELEVANT);
   }
   const budget = input.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET;
   const kept: ChatMessage[] = [];

@@ -1,8 +1,10 @@
+import { STOP_WORDS, wordsOf } from '../knowledge/stop-words.js';
+
 /**
- * The `builtin` provider's answer composition, pure: from the best-matching knowledge
- * document (found by actors/agents/runner.ts with one full-text query), the passage that
- * answers the question; and the test of whether the customer asks for a person. No model,
- * no network, no cost.
+ * The `builtin` provider's answer composition, pure: from the best-matching knowledge chunk
+ * (found by lib/knowledge/search.ts, one statement for a batch of questions), the passage
+ * that answers the question; and the test of whether the customer asks for a person. No
+ * model, no network, no cost.
  */
 
 export const DEFAULT_ANSWER_LENGTH = 600;
@@ -57,20 +59,7 @@ export function wantsHuman(text: string): boolean {
 
 // ---- composing the answer -----------------------------------------------------------------
 
-const STOP_WORDS = new Set(
-  (
-    'a an and are am any about at be been can could do does did for from have has had hello hi how i if in is it its me my ' +
-    'of on or our please should tell that the there this to us was we what when where which who why will with would you your ' +
-    'а в во вы вас ваш ваша ваше ваши где да для до есть же за и или как какая какие какой когда ли мне можно мы на не ' +
-    'но о об от по подскажите пожалуйста привет с скажите со так то у что это я'
-  ).split(' '),
-);
-
-const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
-
-function words(text: string): string[] {
-  return normaliseMessage(text).match(WORD) ?? [];
-}
+const words = wordsOf;
 
 /** The question's meaningful words: lowercase, deduplicated, stop words removed. */
 export function questionTerms(question: string): string[] {

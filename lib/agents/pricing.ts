@@ -65,3 +65,24 @@ export function costUsd(inputTokens: number, outputTokens: number, pricing: Mode
   const rounded = (total + divisor / 2n) / divisor;
   return fromScaled(rounded, LEDGER_SCALE);
 }
+
+/** Output tokens a call's reservation counts on: the answer's length is not known before it comes. */
+export const RESERVED_OUTPUT_TOKENS = 1024;
+/**
+ * The prompt is counted at 3 characters a token for a reservation (estimateTokens counts 4,
+ * which falls short for Cyrillic and other scripts), plus the request's framing: the roles of
+ * each message and the handoff tool's definition.
+ */
+const RESERVED_CHARS_PER_TOKEN = 3;
+const RESERVED_TOKENS_PER_MESSAGE = 4;
+const RESERVED_FRAMING_TOKENS = 150;
+
+/** Tokens a reservation counts for a prompt. */
+export function reservedInputTokens(messages: { content: string }[]): number {
+  return messages.reduce((n, m) => n + Math.ceil(m.content.length / RESERVED_CHARS_PER_TOKEN) + RESERVED_TOKENS_PER_MESSAGE, RESERVED_FRAMING_TOKENS);
+}
+
+/** What a call with this prompt is expected to cost at most, in USD (the credit it reserves before it runs). */
+export function reservationUsd(messages: { content: string }[], pricing: ModelPricing): string {
+  return costUsd(reservedInputTokens(messages), RESERVED_OUTPUT_TOKENS, pricing);
+}

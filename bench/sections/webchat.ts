@@ -1,0 +1,191 @@
+import { WebSocket } from 'ws';
+import { DEFAULT_WEBCHAT_MAX_SOCKETS_PER_IP } from '../../lib/config.js';
+import { spawnChild, type Child } from '../lib/children.js';
+import { newScenario } from '../lib/env.js';
+import { note, progress } from '../lib/progress.js';
+import { createWebchatTenant, startGatewayChild } from '../lib/setup.js';
+import { fmt, mib, percentile, round } from '../lib/stats.js';
+import type { BenchContext, Row, SectionResult } from './types.js';
+
+/**
+ * Webchat capacity: can one gateway process hold the visitors of one busy widget?
+ *
+ * `npm run gateway` (child) with its default webchat limits; a company with one webchat
+ * integration. The bench opens N sockets to that integration from M loopback source
+ * addresses (127.1.x.y; Linux routes all of 127.0.0.0/8 to lo), N / M from each, at most
+ * WEBCHAT_MAX_SOCKETS_PER_IP: many visitors behind their own addresses, as real traffic
+ * looks. Every socket sends `hello` (a new visitor: token, no session) and waits for its
+ * `welcome`. The gateway's RSS is read from /proc before (after a warm-up of a few sockets,
+ * opened and closed) and 3 s after the last welcome; the difference over N is the memory
+ * per visitor. The same is done against bench/ws-floor-server.ts (bare `ws` sockets that
+ * answer a frame), in the same run: the ratio says what the gateway holds per socket beyond
+ * the WebSocket itself (the visitor's state, its NATS subscription, buffers).
+ */
+const OPEN_PARALLEL = 100;
+const WARMUP_SOCKETS = 20;
+const SETTLE_MS = 3000;
+const WELCOME_TIMEOUT_MS = 30_000;
+
+interface OpenResult {
+  sockets: WebSocket[];
+  /** Open → welcome, per welcomed socket (ms). */
+  welcomeMs: number[];
+  refused: number;
+  failed: number;
+  seconds: number;
+}
+
+/** The i-th loopback source address (127.1.0.1 … 127.1.0.250, 127.1.1.1 …). */
+const addressOf = (i: number) => `127.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+
+function openOne(url: string, localAddress: string): Promise<{ ws: WebSocket; ms: number } | 'refused' | 'failed'> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const ws = new WebSocket(url, { localAddress, perMessageDeflate: false });
+    const timer = setTimeout(() => {
+      ws.terminate();
+      resolve('failed');
+    }, WELCOME_TIMEOUT_MS);
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'hello' })));
+    ws.once('message', (data) => {
+      clearTimeout(timer);
+      const frame = JSON.parse(data.toString()) as { type?: string };
+      if (frame.type === 'welcome') resolve({ ws, ms: performance.now() - t0 });
+      else {
+        ws.terminate();
+        resolve('failed');
+      }
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      clearTimeout(timer);
+      res.resume();
+      resolve('refused');
+    });
+    ws.on('error', () => {
+      clearTimeout(timer);
+      resolve('failed');
+    });
+  });
+}
+
+async function openAll(label: string, url: string, count: number, addresses: number): Promise<OpenResult> {
+  const out: OpenResult = { sockets: [], welcomeMs: [], refused: 0, failed: 0, seconds: 0 };
+  const t0 = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      const r = await openOne(url, addressOf(i % addresses));
+      if (r === 'refused') out.refused++;
+      else if (r === 'failed') out.failed++;
+      else {
+        out.sockets.push(r.ws);
+        out.welcomeMs.push(r.ms);
+      }
+      if (i % 250 === 0) progress(label, `${fmt(out.sockets.length)}/${fmt(count)} sockets welcomed`);
+    }
+  };
+  await Promise.all(Array.from({ length: OPEN_PARALLEL }, lane));
+  out.seconds = (performance.now() - t0) / 1000;
+  return out;
+}
+
+async function closeAll(sockets: WebSocket[]): Promise<void> {
+  await Promise.all(
+    sockets.map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          if (ws.readyState === WebSocket.CLOSED) return resolve();
+          ws.once('close', () => resolve());
+          ws.terminate();
+        }),
+    ),
+  );
+}
+
+interface HoldResult {
+  sockets: number;
+  welcomed: number;
+  refused: number;
+  failed: number;
+  openSeconds: number;
+  welcomeP50Ms: number;
+  welcomeP99Ms: number;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  peakRssMiB: number;
+  kibPerSocket: number;
+}
+
+/** Warm-up, RSS before, N sockets with hello, settle, RSS after; the sockets are closed again. */
+async function hold(label: string, child: Child, wsUrl: string, count: number, addresses: number): Promise<HoldResult> {
+  const warm = await openAll(label, wsUrl, WARMUP_SOCKETS, 1);
+  await closeAll(warm.sockets);
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const before = child.rssBytes();
+  const run = await openAll(label, wsUrl, count, addresses);
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const after = child.rssBytes();
+  const peak = child.peakRssBytes();
+  await closeAll(run.sockets);
+  const result: HoldResult = {
+    sockets: count,
+    welcomed: run.sockets.length,
+    refused: run.refused,
+    failed: run.failed,
+    openSeconds: round(run.seconds, 1),
+    welcomeP50Ms: round(percentile(run.welcomeMs, 50), 1),
+    welcomeP99Ms: round(percentile(run.welcomeMs, 99), 1),
+    rssBeforeMiB: round(mib(before), 1),
+    rssAfterMiB: round(mib(after), 1),
+    peakRssMiB: round(mib(peak), 1),
+    kibPerSocket: round((after - before) / 1024 / Math.max(1, run.sockets.length), 1),
+  };
+  note(
+    label,
+    `${fmt(result.welcomed)}/${fmt(count)} welcomed (${result.refused} refused, ${result.failed} failed) in ${result.openSeconds} s; ` +
+      `RSS ${result.rssBeforeMiB} → ${result.rssAfterMiB} MiB: ${result.kibPerSocket} KiB per socket`,
+  );
+  return result;
+}
+
+export async function runWebchat(ctx: BenchContext): Promise<SectionResult> {
+  const { args } = ctx;
+  const count = args.webchatSockets;
+  const addresses = Math.min(args.webchatAddresses, count);
+  const perAddress = Math.ceil(count / addresses);
+  if (perAddress > DEFAULT_WEBCHAT_MAX_SOCKETS_PER_IP) {
+    throw new Error(`${count} sockets from ${addresses} addresses is ${perAddress} per address, over WEBCHAT_MAX_SOCKETS_PER_IP (${DEFAULT_WEBCHAT_MAX_SOCKETS_PER_IP}): give more --webchat-addresses`);
+  }
+
+  const s = newScenario('webchat');
+  note('webchat', `setting up (database ${s.databaseName}); ${fmt(count)} sockets from ${addresses} addresses, ${perAddress} each`);
+  const gateway = await startGatewayChild(s, 'webchat-gateway', { partitions: args.partitions, profile: false, nodeFlags: args.childFlags });
+  const tenant = await createWebchatTenant(gateway.url);
+  const gatewayWs = `${gateway.url.replace(/^http/, 'ws')}/api/webchat/${tenant.integrationId}/ws`;
+  const gw = await hold('webchat', gateway, gatewayWs, count, addresses);
+  await gateway.stop();
+  await s.dispose();
+
+  const floor = await spawnChild({ file: 'bench/ws-floor-server.ts', label: 'webchat-ws-floor', env: { PORT: '0' } });
+  const line = await floor.waitForLog((l) => l.msg === 'ws floor listening', 60_000);
+  const base = await hold('webchat-floor', floor, `${String(line.url).replace(/^http/, 'ws')}/`, count, addresses);
+  await floor.stop();
+
+  const ratio = gw.kibPerSocket / base.kibPerSocket;
+  const rows: Row[] = [
+    {
+      section: 'webchat',
+      metric: `visitors held by one gateway (one widget, ${addresses} addresses × ${perAddress})`,
+      value: `${fmt(gw.welcomed)} / ${fmt(count)}`,
+      target: `${fmt(count)}`,
+      ok: gw.welcomed === count,
+    },
+    { section: 'webchat', metric: 'gateway RSS before → after (MiB)', value: `${gw.rssBeforeMiB} → ${gw.rssAfterMiB}` },
+    { section: 'webchat', metric: 'gateway memory per socket (KiB)', value: fmt(gw.kibPerSocket, 1) },
+    { section: 'webchat', metric: 'bare ws memory per socket (KiB, same run)', value: fmt(base.kibPerSocket, 1) },
+    { section: 'webchat', metric: 'ratio gateway / bare ws, per socket', value: Number.isFinite(ratio) ? ratio.toFixed(2) : '–' },
+    { section: 'webchat', metric: 'open + hello → welcome, p50 / p99 (ms)', value: `${fmt(gw.welcomeP50Ms, 1)} / ${fmt(gw.welcomeP99Ms, 1)}` },
+  ];
+  return { rows, data: { sockets: count, addresses, perAddress, gateway: gw, bareWs: base, ratio: round(ratio, 2) } };
+}

@@ -1,0 +1,91 @@
+import type { ErrorCode } from '../../lib/errors.js';
+import type { JsonSchema } from './schemas.js';
+
+/**
+ * What the OpenAPI document (gateway/http/openapi.ts) says about each route, declared beside
+ * the route in its routes file and registered where the router is mounted (gateway/app.ts),
+ * so the mount prefix is written once. Request bodies are given as the validators the route
+ * runs (their `schema` is what ajv compiled); responses carry real JSON Schemas that the
+ * tests check the route's real answers against.
+ */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Who may call: anyone, any company credential (session JWT or API token), a session JWT only, or the METRICS_TOKEN when set. */
+export type Access = 'public' | 'any' | 'session' | 'metrics';
+
+export interface ParamDoc {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  description: string;
+  schema: JsonSchema;
+  /** Path parameters are always required. */
+  required?: boolean;
+  example?: unknown;
+}
+
+export interface ResponseDoc {
+  description: string;
+  /** The body's schema; none for an answer without a body (204, 101, 304). */
+  schema?: JsonSchema;
+  /** Media type of the body (default application/json). */
+  type?: string;
+  /** One example of the body; it must validate against `schema` (test/gateway/openapi.test.ts). */
+  example?: unknown;
+  headers?: Readonly<Record<string, { description: string; schema: JsonSchema }>>;
+}
+
+export interface BodyDoc {
+  /** The checks the route runs on its body: the document shows their schemas (anyOf when several). */
+  validators: readonly { readonly schema: JsonSchema }[];
+  example: unknown;
+  description?: string;
+  /** Other media types the route reads (a multipart upload), each with its schema. */
+  alsoAccepts?: Readonly<Record<string, JsonSchema>>;
+}
+
+export interface RouteDoc {
+  method: HttpMethod;
+  /** Express path syntax, relative to where the router is mounted (`/:id`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  access: Access;
+  params?: readonly ParamDoc[];
+  body?: BodyDoc;
+  /** Answers other than errors, by status. */
+  responses: Readonly<Record<number, ResponseDoc>>;
+  /**
+   * Error codes the route itself answers, with when. The document adds those every route of
+   * its kind can answer: UNAUTHORIZED (protected), HTTPS_REQUIRED (under /api), the JSON
+   * body parser's (express routes under /api taking a body) and INTERNAL_ERROR.
+   */
+  errors?: Readonly<Partial<Record<ErrorCode, string>>>;
+}
+
+/** Where a route is answered: an express router, or the HTTP server ahead of express (webhook POSTs, WebSocket upgrades). */
+export type ServedBy = 'express' | 'server';
+
+export interface MountedRouteDoc extends RouteDoc {
+  /** The full express path (`/api/agents/:id`). */
+  fullPath: string;
+  servedBy: ServedBy;
+}
+
+/** `prefix` + `path` as express joins them (listAppRoutes' rule: no trailing slash). */
+const joinPath = (prefix: string, path: string): string => (prefix.replace(/\/+$/, '') + path).replace(/(.)\/+$/, '$1') || '/';
+
+/** The routes' docs of one app, in the order they were mounted. */
+export class RouteDocs {
+  readonly #docs: MountedRouteDoc[] = [];
+
+  /** The docs of a router mounted on the express app at `prefix`. */
+  add(prefix: string, docs: readonly RouteDoc[], servedBy: ServedBy = 'express'): void {
+    for (const doc of docs) this.#docs.push({ ...doc, fullPath: joinPath(prefix, doc.path), servedBy });
+  }
+
+  list(): readonly MountedRouteDoc[] {
+    return this.#docs;
+  }
+}

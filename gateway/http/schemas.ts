@@ -1,0 +1,84 @@
+/**
+ * JSON Schemas of values many answers share, and two helpers to write answer schemas
+ * briefly. A `title` names a schema: the OpenAPI document lists it once under
+ * components.schemas and refers to it (gateway/http/openapi.ts).
+ */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** A row id (integration, agent, knowledge base, conversation…): what idParam accepts in a path. */
+export const ID = { type: 'integer', minimum: 1, maximum: 2_147_483_647 } as const;
+export const UUID = { type: 'string', format: 'uuid' } as const;
+/** ISO 8601 UTC with milliseconds (`Date#toISOString`). */
+export const TIMESTAMP = { type: 'string', format: 'date-time' } as const;
+/** Money as lib/money.ts formatUsd writes it: a decimal string with 2 to 6 decimals. */
+export const USD = { type: 'string', pattern: '^-?\\d+\\.\\d{2,6}$' } as const;
+/** A row id of a big table (messages, ledger entries, chunks): beyond 32 bits in time. */
+export const BIG_ID = { type: 'integer', minimum: 1 } as const;
+export const COUNT = { type: 'integer', minimum: 0 } as const;
+export const STRING = { type: 'string' } as const;
+export const BOOLEAN = { type: 'boolean' } as const;
+
+/** `schema` or null. A named schema stays a reference (anyOf); a plain one gets `null` in its type. */
+export function nullable(schema: JsonSchema): JsonSchema {
+  const { type } = schema;
+  if (typeof type === 'string' && schema.title === undefined && schema.enum === undefined) return { ...schema, type: [type, 'null'] };
+  return { anyOf: [schema, { type: 'null' }] };
+}
+
+/**
+ * An answer object: exactly these properties, all present unless listed in `optional`. Strict
+ * on purpose: a field added to or dropped from a view fails the tests that check real answers.
+ */
+export function object(properties: Record<string, JsonSchema>, options: { title?: string; optional?: readonly string[]; description?: string } = {}): JsonSchema {
+  const optional = new Set(options.optional ?? []);
+  return {
+    ...(options.title ? { title: options.title } : {}),
+    ...(options.description ? { description: options.description } : {}),
+    type: 'object',
+    additionalProperties: false,
+    required: Object.keys(properties).filter((k) => !optional.has(k)),
+    properties,
+  };
+}
+
+/** An array of `items`. */
+export const arrayOf = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
+
+/** The moment the documents' examples happen at. */
+export const EXAMPLE_TIME = '2026-03-01T10:00:00.000Z';
+
+/** A knowledge passage an agent's answer drew on (`ReplySource`): on agent replies and evaluation cases. */
+export const SOURCE = object({ documentId: ID, chunkId: BIG_ID, title: STRING }, { title: 'Source' });
+
+/** An XState state value: a state name, or an object of nested ones (`{"active":"idle"}`). */
+export const STATE_VALUE = { type: ['string', 'object'], description: 'An XState state value: "closed", or {"active":"idle"}.' };
+/** A conversation (session) as lib/conversations.ts conversationView shows it. */
+export const CONVERSATION = object(
+  {
+    id: ID,
+    integrationId: ID,
+    channel: { type: 'string', enum: ['helpdesk', 'webchat'] },
+    clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
+    status: { type: 'string', enum: ['active', 'paused', 'closed'] },
+    state: STATE_VALUE,
+    context: { type: ['object', 'null'], description: "The machine's context: request and dialog ids seen, transfers, why it is paused." },
+    createdAt: TIMESTAMP,
+    updatedAt: TIMESTAMP,
+    lastMessageAt: nullable(TIMESTAMP),
+    closedAt: nullable(TIMESTAMP),
+  },
+  { title: 'Conversation' },
+);
+export const EXAMPLE_CONVERSATION = {
+  id: 1,
+  integrationId: 1,
+  channel: 'helpdesk',
+  clientId: 'c-1',
+  status: 'active',
+  state: { active: 'idle' },
+  context: { requestIds: [77], dialogIds: [88], transfers: [], lastCustomerMessageId: '555', handoffReason: null, closedAt: null },
+  createdAt: EXAMPLE_TIME,
+  updatedAt: EXAMPLE_TIME,
+  lastMessageAt: EXAMPLE_TIME,
+  closedAt: null,
+};

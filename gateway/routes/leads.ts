@@ -1,0 +1,239 @@
+import { Router } from 'express';
+import { conversationView } from '../../lib/conversations.js';
+import { inTransaction, query, type SqlPool } from '../../lib/db.js';
+import { AppError, notFound } from '../../lib/errors.js';
+import { moveLead, type LeadMover } from '../../lib/leads.js';
+import type { TenantScope } from '../../lib/tenancy.js';
+import { ConversationSchema } from '../../schema/conversation-entities.js';
+import { LeadSchema, LeadStageMoveSchema, type Lead, type LeadStageMove } from '../../schema/lead-entities.js';
+import type { Principal } from '../auth/authenticate.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
+import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import type { RouteDoc } from '../http/route-docs.js';
+import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, type JsonSchema } from '../http/schemas.js';
+
+/**
+ * Leads (contract.md § Behaviour customers expect from an agent): every customer of the
+ * company, in a stage of a pipeline, with the sessions (conversations) they had and the
+ * history of their moves. Operators move a lead with PATCH; the agent moves it with
+ * lib/leads.ts moveLeadToStage.
+ */
+export interface LeadRouteDeps {
+  auth: Authenticator;
+  /** Plain `pg` (lib/leads.ts moves leads with it, the worker in its own transactions). */
+  sql: SqlPool;
+}
+
+/** A lead's conversations and moves shown by GET /api/leads/:id, newest first. */
+const LEAD_HISTORY_LIMIT = 200;
+
+const patchBody = bodyValidator<{ stageId: number }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['stageId'],
+  properties: { stageId: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } },
+});
+
+/** What the list shows of a lead's sessions. */
+interface SessionSummary {
+  lead_id: number;
+  conversation_count: number;
+  last_conversation_id: number | null;
+  last_status: string | null;
+  channel: string | null;
+  transport: string | null;
+  last_activity_at: Date | null;
+}
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+function leadView(l: Lead, s: SessionSummary | undefined) {
+  return {
+    id: l.id,
+    pipelineId: l.pipelineId,
+    stageId: l.stageId,
+    integrationId: l.integrationId,
+    clientId: l.clientId,
+    channel: s?.channel ?? null,
+    transport: s?.transport ?? null,
+    conversationCount: s?.conversation_count ?? 0,
+    lastConversation: s?.last_conversation_id ? { id: s.last_conversation_id, status: s.last_status } : null,
+    lastActivityAt: iso(s?.last_activity_at),
+    createdAt: l.createdAt.toISOString(),
+    stageChangedAt: l.stageChangedAt.toISOString(),
+  };
+}
+
+const moveView = (m: LeadStageMove) => ({
+  id: Number(m.id),
+  fromStageId: m.fromStageId,
+  toStageId: m.toStageId,
+  by: m.movedBy,
+  userId: m.userId,
+  apiTokenId: m.apiTokenId,
+  conversationId: m.conversationId,
+  at: m.at.toISOString(),
+});
+
+/** A positive integer query filter, or undefined when absent. */
+function idFilter(q: Record<string, unknown>, field: string, details: { field: string; message: string }[]): number | undefined {
+  const v = q[field];
+  if (v === undefined) return undefined;
+  if (typeof v === 'string' && /^[1-9]\d{0,9}$/.test(v) && Number(v) <= 2_147_483_647) return Number(v);
+  details.push({ field, message: 'must be a positive integer' });
+  return undefined;
+}
+
+const moverOf = (p: Principal): LeadMover => (p.kind === 'session' ? { kind: 'operator', userId: p.userId } : { kind: 'api_token', apiTokenId: p.apiTokenId });
+
+export function leadRoutes({ auth, sql }: LeadRouteDeps): Router {
+  const router = Router();
+
+  /** Each lead's session count, latest session and last activity: two index lookups per lead (conversations_client_idx). */
+  async function summaries(companyId: number, leads: Lead[]): Promise<Map<number, SessionSummary>> {
+    if (leads.length === 0) return new Map();
+    const rows = await query<SessionSummary>(
+      sql,
+      'lead_sessions',
+      `select k.id as lead_id, n.conversation_count, last.id as last_conversation_id, last.status as last_status, last.channel, last.transport,
+              coalesce(last.last_message_at, last.created_at) as last_activity_at
+       from unnest($1::int[], $2::int[], $3::text[]) as k(id, integration_id, client_id)
+       cross join lateral (
+         select count(*)::int as conversation_count from conversations c
+         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
+       ) n
+       left join lateral (
+         select c.id, c.status, c.channel, c.transport, c.last_message_at, c.created_at from conversations c
+         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
+         order by c.id desc limit 1
+       ) last on true`,
+      [leads.map((l) => l.id), leads.map((l) => l.integrationId), leads.map((l) => l.clientId), companyId],
+    );
+    return new Map(rows.map((r) => [r.lead_id, r]));
+  }
+
+  async function load(tenant: TenantScope, id: number): Promise<Lead> {
+    const lead = await tenant.em.findOne(LeadSchema, { id });
+    if (!lead) throw notFound('Lead');
+    return lead;
+  }
+
+  async function fullView(tenant: TenantScope, lead: Lead) {
+    const [summary, conversations, moves] = await Promise.all([
+      summaries(tenant.companyId, [lead]),
+      tenant.em.find(ConversationSchema, { integrationId: lead.integrationId, clientId: lead.clientId }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
+      tenant.em.find(LeadStageMoveSchema, { leadId: lead.id }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
+    ]);
+    return { ...leadView(lead, summary.get(lead.id)), conversations: conversations.map((c) => conversationView(c)), moves: moves.map(moveView) };
+  }
+
+  router.get('/leads', auth.any, async (req, res) => {
+    const q = req.query as Record<string, unknown>;
+    const details: { field: string; message: string }[] = [];
+    const pipelineId = idFilter(q, 'pipelineId', details);
+    const stageId = idFilter(q, 'stageId', details);
+    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    const { limit, offset } = pageParams(q);
+    const tenant = req.tenant!;
+    const where = { ...(pipelineId !== undefined ? { pipelineId } : {}), ...(stageId !== undefined ? { stageId } : {}) };
+    const [leads, total] = await tenant.em.findAndCount(LeadSchema, where, { orderBy: { stageChangedAt: 'desc', id: 'desc' }, limit, offset });
+    const byLead = await summaries(tenant.companyId, leads);
+    res.json({ leads: leads.map((l) => leadView(l, byLead.get(l.id))), total, limit, offset });
+  });
+
+  router.get('/leads/:id', auth.any, async (req, res) => {
+    const tenant = req.tenant!;
+    res.json({ lead: await fullView(tenant, await load(tenant, idParam(req.params.id, 'Lead'))) });
+  });
+
+  /** Moves the lead to `stageId`: a stage of any pipeline of the company (400 otherwise). */
+  router.patch('/leads/:id', auth.any, async (req, res) => {
+    const tenant = req.tenant!;
+    const leadId = idParam(req.params.id, 'Lead');
+    const body = patchBody(req.body);
+    const outcome = await inTransaction(sql, (client) => moveLead(client, { companyId: tenant.companyId, leadId, stage: body.stageId, by: moverOf(req.principal!) }));
+    if (!outcome.ok && outcome.reason === 'lead_not_found') throw notFound('Lead');
+    if (!outcome.ok) {
+      throw new AppError('VALIDATION_ERROR', 'Invalid stageId.', { details: [{ field: 'stageId', message: 'is not a stage of a pipeline of this company' }] });
+    }
+    res.json({ lead: await fullView(tenant, await load(tenant, leadId)) });
+  });
+
+  return router;
+}
+
+const LEAD = object(
+  {
+    id: ID,
+    pipelineId: ID,
+    stageId: ID,
+    integrationId: ID,
+    clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
+    channel: { ...nullable({ type: 'string', enum: ['helpdesk', 'webchat'] }), description: 'Of its latest session.' },
+    transport: { ...nullable(STRING), description: 'Of its latest session (telegram, whatsapp, …).' },
+    conversationCount: COUNT,
+    lastConversation: nullable(object({ id: ID, status: nullable({ type: 'string', enum: ['active', 'paused', 'closed'] }) })),
+    lastActivityAt: nullable(TIMESTAMP),
+    createdAt: TIMESTAMP,
+    stageChangedAt: TIMESTAMP,
+  },
+  { title: 'Lead' },
+);
+const LEAD_MOVE = object(
+  {
+    id: BIG_ID,
+    fromStageId: nullable(ID),
+    toStageId: ID,
+    by: { type: 'string', enum: ['operator', 'api_token', 'agent'] },
+    userId: nullable(ID),
+    apiTokenId: nullable(ID),
+    conversationId: nullable(ID),
+    at: TIMESTAMP,
+  },
+  { title: 'LeadMove' },
+);
+const LEAD_DETAIL = object(
+  { ...(LEAD.properties as Record<string, JsonSchema>), conversations: { ...arrayOf(CONVERSATION), description: `Its sessions, newest first (at most ${LEAD_HISTORY_LIMIT}).` }, moves: { ...arrayOf(LEAD_MOVE), description: `Its stage history, newest first (at most ${LEAD_HISTORY_LIMIT}).` } },
+  { title: 'LeadDetail' },
+);
+const EXAMPLE_LEAD = {
+  id: 1, pipelineId: 1, stageId: 1, integrationId: 1, clientId: 'c-1', channel: 'helpdesk', transport: 'telegram', conversationCount: 1,
+  lastConversation: { id: 1, status: 'active' }, lastActivityAt: EXAMPLE_TIME, createdAt: EXAMPLE_TIME, stageChangedAt: EXAMPLE_TIME,
+};
+const EXAMPLE_LEAD_DETAIL = {
+  ...EXAMPLE_LEAD,
+  conversations: [EXAMPLE_CONVERSATION],
+  moves: [{ id: 1, fromStageId: 1, toStageId: 2, by: 'operator', userId: 1, apiTokenId: null, conversationId: null, at: EXAMPLE_TIME }],
+};
+const ONE_LEAD = { schema: object({ lead: LEAD_DETAIL }), example: { lead: { ...EXAMPLE_LEAD_DETAIL, stageId: 2 } } };
+
+export const leadRouteDocs: readonly RouteDoc[] = [
+  {
+    method: 'GET', path: '/leads', operationId: 'listLeads', tag: 'Leads', access: 'any',
+    summary: "The company's leads, most recently moved first, paged",
+    description: 'Every customer (helpdesk client, webchat visitor) is a lead, in the first stage of the default pipeline from their first message.',
+    params: [
+      { name: 'pipelineId', in: 'query', description: 'Only leads of this pipeline.', schema: ID },
+      { name: 'stageId', in: 'query', description: 'Only leads in this stage.', schema: ID },
+      ...PAGE_PARAMS,
+    ],
+    responses: { 200: { description: 'A page of leads.', schema: pageOf('leads', LEAD), example: { leads: [EXAMPLE_LEAD], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
+    errors: { VALIDATION_ERROR: 'a bad pipelineId, stageId, limit or offset' },
+  },
+  {
+    method: 'GET', path: '/leads/:id', operationId: 'getLead', tag: 'Leads', access: 'any',
+    summary: 'A lead with its sessions and its stage history',
+    params: [idPathParam('lead')],
+    responses: { 200: { description: 'The lead.', schema: object({ lead: LEAD_DETAIL }), example: { lead: EXAMPLE_LEAD_DETAIL } } },
+    errors: { NOT_FOUND: 'no such lead' },
+  },
+  {
+    method: 'PATCH', path: '/leads/:id', operationId: 'moveLead', tag: 'Leads', access: 'any',
+    summary: 'Move a lead to a stage (of any pipeline of the company)',
+    params: [idPathParam('lead')],
+    body: { validators: [patchBody], example: { stageId: 2 } },
+    responses: { 200: { description: 'The lead in its new stage, the move recorded.', ...ONE_LEAD } },
+    errors: { NOT_FOUND: 'no such lead', VALIDATION_ERROR: 'stageId missing, or not a stage of a pipeline of this company' },
+  },
+];

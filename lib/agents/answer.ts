@@ -1,0 +1,274 @@
+import { guardForUrl } from '../address-guard.js';
+import type { Config } from '../config.js';
+import { DEFAULT_HANDOFF_TEXT } from '../conversations.js';
+import { releaseReservations, type CreditAdmission } from '../credit.js';
+import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
+import type { SqlClient } from '../db.js';
+import { formatUsd } from '../money.js';
+import { bestKnowledgeMatches, type BestMatch, type Question } from '../knowledge/search.js';
+import { searchKnowledge, type KnowledgeBaseInfo, type SearchHit } from '../knowledge/retrieve.js';
+import type { VectorIndex } from '../knowledge/vectors.js';
+import type { Logger } from '../logger.js';
+import type { SecretBox } from '../secrets.js';
+import type { AgentOutput, HandoffReason, ReplySource } from '../../schema/conversation.js';
+import type { Agent, ModelPricing } from '../../schema/entities.js';
+import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
+import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall } from './openai-model.js';
+import { costUsd, pricingFor, reservationUsd } from './pricing.js';
+import { NO_SLOT, type CallSlot } from './slots.js';
+import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET, type HistoryMessage } from './prompt.js';
+
+/**
+ * An agent's answer path, shared by the worker (actors/agents/runner.ts, for customers) and
+ * the gateway (gateway/routes/evaluations.ts, for "Test agent"), so an evaluation answers
+ * exactly as a customer would be answered.
+ *
+ * No guessing: a passage counts only when it reaches the agent's `relevanceThreshold`
+ * (lib/knowledge/search.ts defines relevance). The built-in agent with no such passage
+ * follows `onNoAnswer`: `handoff` (default) tells the customer the fallback text followed by
+ * the handoff notice and pauses the conversation for a human; `fallback` only sends the
+ * fallback text (the bot stays on). A model agent is still asked (greetings and small talk
+ * need no knowledge), with only the relevant passages in its prompt, told when there are
+ * none that it must hand over rather than state facts; when it hands over (the
+ * `handoff_to_human` tool), `fallback` answers the fallback text instead.
+ *
+ * Sources: a built-in reply cites the chunk it quotes; a model reply cites the passages that
+ * were in its prompt.
+ */
+export const DEFAULT_FALLBACK_TEXT = "Sorry, I don't have an answer to that.";
+export const DEFAULT_RELEVANCE_THRESHOLD = 0.5;
+export const DEFAULT_PASSAGES = 3;
+
+/** What answering needs to know of an agent. */
+export interface AgentProfile {
+  agentId: number;
+  companyId: number;
+  provider: 'builtin' | 'openai';
+  knowledgeBaseId: number | null;
+  systemPrompt: string;
+  modelName: string | null;
+  baseUrl: string | null;
+  apiKeySealed: string | null;
+  pricing: ModelPricing | null;
+  /** The agent's own cap on its model calls in flight (per worker); null: none. */
+  maxConcurrency: number | null;
+  /** undefined: the default notice. */
+  handoffMessage: string | undefined;
+  onNoAnswer: 'handoff' | 'fallback';
+  fallbackMessage: string | null;
+  relevanceThreshold: number;
+}
+
+/** The profile of an agent entity (its sealed key populated). */
+export function agentProfile(a: Agent): AgentProfile {
+  return {
+    agentId: a.id,
+    companyId: a.companyId,
+    provider: a.modelProvider === 'openai' ? 'openai' : 'builtin',
+    knowledgeBaseId: a.knowledgeBaseId,
+    systemPrompt: a.systemPrompt,
+    modelName: a.modelName,
+    baseUrl: a.modelBaseUrl,
+    apiKeySealed: a.modelApiKeySealed,
+    pricing: a.modelPricing,
+    maxConcurrency: a.modelMaxConcurrency ?? null,
+    handoffMessage: a.handoffMessage ?? undefined,
+    onNoAnswer: a.onNoAnswer === 'fallback' ? 'fallback' : 'handoff',
+    fallbackMessage: a.fallbackMessage,
+    relevanceThreshold: a.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+  };
+}
+
+export function handoff(agent: AgentProfile | null, reason: HandoffReason, extra: Partial<Extract<AgentOutput, { kind: 'handoff' }>> = {}): AgentOutput {
+  return { kind: 'handoff', reason, ...(agent?.handoffMessage ? { text: agent.handoffMessage } : {}), ...extra };
+}
+
+/** What the agent does when nothing relevant is known (see the module comment). */
+export function noAnswer(agent: AgentProfile | null, extra: Partial<Extract<AgentOutput, { kind: 'handoff' }>> = {}): AgentOutput {
+  const fallback = agent?.fallbackMessage ?? DEFAULT_FALLBACK_TEXT;
+  if (agent?.onNoAnswer === 'fallback') return { kind: 'reply', text: fallback, sources: [] };
+  return { kind: 'handoff', reason: 'no_answer', text: `${fallback} ${agent?.handoffMessage ?? DEFAULT_HANDOFF_TEXT}`, ...extra };
+}
+
+const sourceOf = (m: { documentId: number; chunkId: number; title: string }): ReplySource => ({ documentId: m.documentId, chunkId: m.chunkId, title: m.title });
+
+/** The built-in reply from the best passage (or no answer below the threshold). Pure. */
+export function builtinReply(agent: AgentProfile, question: string, match: BestMatch | null, maxLength = DEFAULT_ANSWER_LENGTH): AgentOutput {
+  if (!match || match.relevance < agent.relevanceThreshold) return noAnswer(agent);
+  const text = composeAnswer(question, { title: match.title, content: match.content }, maxLength);
+  return text ? { kind: 'reply', text, sources: [sourceOf(match)] } : noAnswer(agent);
+}
+
+const asMatch = (h: SearchHit): BestMatch => ({ ...h });
+
+export interface AnswerDeps {
+  sql: SqlClient;
+  vectors: VectorIndex;
+  secrets: SecretBox;
+  urls: Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+  logger?: Logger;
+}
+
+/** What a model agent's answer needs besides: how its call gets its credit (the worker's waits for the company's calls in flight). */
+export type ModelAnswerDeps = AnswerDeps & { credit: CreditAdmission };
+
+/**
+ * The built-in agent's answer. A base without an embedding model is searched by the lexical
+ * signals in one statement (`lookup`: the worker batches the questions of many customers
+ * into it); a base with one by every signal (one call to its embedding server).
+ */
+export async function builtinAnswer(
+  deps: AnswerDeps,
+  agent: AgentProfile,
+  base: KnowledgeBaseInfo | null,
+  question: string,
+  options: { lookup?: (q: Question) => Promise<BestMatch | null>; maxLength?: number; signal?: AbortSignal } = {},
+): Promise<AgentOutput> {
+  if (!base) return noAnswer(agent);
+  let match: BestMatch | null;
+  if (base.embedding) {
+    const [hit] = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, question, { limit: 1, signal: options.signal });
+    match = hit ? asMatch(hit) : null;
+  } else {
+    const q = { companyId: base.companyId, knowledgeBaseId: base.id, query: question };
+    match = options.lookup ? await options.lookup(q) : ((await bestKnowledgeMatches(deps.sql, [q]))[0] ?? null);
+  }
+  return builtinReply(agent, question, match, options.maxLength);
+}
+
+export interface ModelAnswerOptions {
+  history: HistoryMessage[];
+  /** The customer message answered (its credit reservation is keyed by it); null: an evaluation. */
+  messageId: string | null;
+  signal?: AbortSignal;
+  /** The call's place among the calls in flight (given back while it waits). */
+  slot?: CallSlot;
+  /** Knowledge passages put in the prompt (default 3). */
+  passages?: number;
+  historyTokenBudget?: number;
+  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs'>;
+}
+
+export interface ModelAnswer {
+  output: AgentOutput;
+  /**
+   * The credit reservation an answer with `usage` still holds: settled when the answer is
+   * committed (lib/credit.ts settleAnswers, or chargeModelUsage for an evaluation), or
+   * released when it is discarded. null when there is none (no call was made, or it failed:
+   * released already).
+   */
+  reservationId: string | null;
+}
+
+/** Opened model keys of the profiles in use (a profile is cached by the runner for a few seconds; opening costs an AES-GCM decryption per call). */
+const openedKeys = new WeakMap<AgentProfile, string | null>();
+
+function openedKey(secrets: SecretBox, agent: AgentProfile): string | null {
+  if (openedKeys.has(agent)) return openedKeys.get(agent)!;
+  const key = agent.apiKeySealed ? secrets.open(agent.apiKeySealed) : null;
+  openedKeys.set(agent, key);
+  return key;
+}
+
+/** A reservation outlives its call by this much before the workers' sweep may release it. */
+const RESERVATION_MARGIN_MS = 60_000;
+
+/**
+ * A model agent's answer (a customer asking for a person is the caller's check): the
+ * passages (and the no-answer rule), the prompt; the call's estimated cost reserved
+ * (lib/credit.ts): no call at a balance ≤ 0 or one that does not cover it (`no_credit`; the
+ * worker's actors/credit-gate.ts first waits for the company's calls in flight to settle) or
+ * past a daily spend cap (`spend_cap`); then the call. A successful call carries its `usage`
+ * (priced) and keeps its reservation for the caller to settle; a failed one releases it and
+ * hands off with `model_failed`, costing nothing. A call cancelled through `signal` releases
+ * it and throws.
+ */
+export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, base: KnowledgeBaseInfo | null, question: string, o: ModelAnswerOptions): Promise<ModelAnswer> {
+  // Fields added only when something is logged (a child logger per call would cost every call).
+  const log = (level: 'info' | 'warn' | 'error', fields: object, msg: string) => deps.logger?.[level]({ agentId: agent.agentId, ...(o.messageId ? { messageId: o.messageId } : {}), ...fields }, msg);
+  const none = (output: AgentOutput): ModelAnswer => ({ output, reservationId: null });
+  if (!agent.modelName || !agent.baseUrl) {
+    log('warn', {}, 'agent: provider openai without model name or base URL; handing off');
+    return none(handoff(agent, 'model_failed', { detail: 'model not configured' }));
+  }
+  let apiKey: string | null = null;
+  try {
+    apiKey = openedKey(deps.secrets, agent);
+  } catch (err) {
+    log('error', { err }, 'agent: the model API key cannot be opened (SECRETS_KEY rotated away?); handing off');
+    return none(handoff(agent, 'model_failed', { detail: 'model API key unreadable' }));
+  }
+  const passages = o.passages ?? DEFAULT_PASSAGES;
+  let found: SearchHit[] = [];
+  if (base && passages > 0) {
+    found = (await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, question, { limit: passages, signal: o.signal })).filter(
+      (h) => h.relevance >= agent.relevanceThreshold,
+    );
+  }
+  const messages = buildPrompt({
+    systemPrompt: agent.systemPrompt,
+    passages: found.map((p) => ({ title: p.heading ? `${p.title} › ${p.heading}` : p.title, snippet: p.content })),
+    hasKnowledgeBase: base !== null,
+    history: o.history,
+    message: question,
+    historyTokenBudget: o.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET,
+  });
+
+  const pricing = pricingFor(agent.modelName, agent.pricing);
+  const budgetMs = o.model?.retryBudgetMs ?? DEFAULT_MODEL_RETRY_BUDGET_MS;
+  // The longest a call may take, retries and a slowed server included.
+  const callMs = Math.max(o.model?.totalTimeoutMs ?? DEFAULT_MODEL_TOTAL_TIMEOUT_MS, budgetMs + (o.model?.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS));
+  const request = { companyId: agent.companyId, agentId: agent.agentId, messageId: o.messageId, amountUsd: reservationUsd(messages, pricing), ttlMs: callMs + RESERVATION_MARGIN_MS };
+  const slot = o.slot ?? NO_SLOT;
+  const reservation = await deps.credit.reserve(request, { deadlineMs: budgetMs, signal: o.signal, away: (wait) => slot.away(wait) });
+  if (o.signal?.aborted) {
+    if (reservation.ok) await release(deps, agent.companyId, reservation.reservationId);
+    throw new ModelCallCancelled();
+  }
+  if (!reservation.ok) {
+    if (reservation.reason !== 'balance') {
+      const whose = reservation.reason === 'company_cap' ? 'company' : 'agent';
+      return none(handoff(agent, 'spend_cap', { detail: `the ${whose}'s daily model spend cap is reached` }));
+    }
+    if (Number(reservation.availableUsd) + Number(reservation.reservedUsd) <= 0) return none(handoff(agent, 'no_credit'));
+    log('info', { estimateUsd: request.amountUsd, availableUsd: reservation.availableUsd }, 'agent: the credit left does not cover the call; handing off');
+    return none(handoff(agent, 'no_credit', { detail: `the credit left (${formatUsd(reservation.availableUsd)} USD) does not cover the call's estimated cost (${formatUsd(request.amountUsd)} USD)` }));
+  }
+
+  let result;
+  try {
+    result = await callChatModel({
+      baseUrl: agent.baseUrl, apiKey, model: agent.modelName, messages, signal: o.signal, slot, guard: guardForUrl(deps.urls, agent.baseUrl), ...o.model,
+    });
+  } catch (err) {
+    await release(deps, agent.companyId, reservation.reservationId);
+    if (err instanceof ModelCallCancelled) throw err;
+    log('warn', { err: (err as Error).message }, 'agent: the model failed after its retries; handing off (no charge)');
+    return none(handoff(agent, 'model_failed', { detail: (err as Error).message }));
+  }
+  // Priced and recorded under the configured model name (the agent's choice, what
+  // `model.pricing` overrides); the server's own name may carry a snapshot date.
+  const usage = {
+    agentId: agent.agentId,
+    model: agent.modelName,
+    inputTokens: result.inputTokens,
+    outputTokens: result.outputTokens,
+    costUsd: costUsd(result.inputTokens, result.outputTokens, pricing),
+  };
+  if (!result.usageReported) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
+  const held = (output: AgentOutput): ModelAnswer => ({ output, reservationId: reservation.reservationId });
+  if (result.kind === 'reply' && result.text) return held({ kind: 'reply', text: result.text, usage, sources: found.map(sourceOf) });
+  // The model asked for a human: its tokens were spent, so they are charged.
+  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [] });
+  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}) }));
+}
+
+/** Releases a reservation whose call ended without an answer to charge (a failure to release is left to the expiry sweep). */
+async function release(deps: ModelAnswerDeps, companyId: number, reservationId: string): Promise<void> {
+  try {
+    await releaseReservations(deps.sql, companyId, [{ reservationId }]);
+    deps.credit.settled([companyId]);
+  } catch (err) {
+    deps.logger?.warn({ err, reservationId }, 'agent: could not release a credit reservation (it expires by itself)');
+  }
+}

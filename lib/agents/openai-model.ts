@@ -1,0 +1,320 @@
+import OpenAI from 'openai';
+import type { AddressGuard } from '../address-guard.js';
+import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
+import { storable } from '../text.js';
+import { inSpan, SpanKind, tracingEnabled } from '../tracing.js';
+import { MAX_MODEL_ANSWER_BYTES, modelServer } from './model-servers.js';
+import { estimateTokens, type ChatMessage } from './prompt.js';
+import { NO_SLOT, type CallSlot } from './slots.js';
+
+/**
+ * One call to an OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
+ * llama.cpp ...), through the official `openai` package and the server's shared client
+ * (lib/agents/model-servers.ts: keep-alive connections, the server's pace):
+ * - a deadline per attempt (`timeoutMs`) and bounded retries (`maxRetries`) of attempts that
+ *   failed (408, 409, 5xx, connection errors, timeouts), after the server's Retry-After or an
+ *   exponential backoff, all within an overall deadline (`totalTimeoutMs`);
+ * - a server asking us to slow down (429, or 503 with Retry-After) is a pace, not a failure:
+ *   the server's calls pause for its Retry-After (model-servers.ts) and this one is retried
+ *   until `retryBudgetMs` after it began (MODEL_RETRY_BUDGET_MS); so are calls that find the
+ *   server slowed down. A 429 saying the account has no quota left fails at once;
+ * - while it waits (a slowed server, a backoff) the call gives its slot back (`slot`), so
+ *   other companies' calls run meanwhile;
+ * - cancellation through `signal` (a human took the conversation over): the HTTP request is
+ *   aborted and the call rejects at once with ModelCallCancelled, even while it waits;
+ * - a bounded answer (MAX_MODEL_ANSWER_BYTES) and, for a tenant's own server, public
+ *   addresses only (`guard`; lib/outbound-http.ts, lib/address-guard.ts).
+ * Any other failure rejects with ModelCallFailed; its message names the status, never the
+ * server's own text (it is shown to operators in the transition log).
+ */
+export const DEFAULT_MODEL_TIMEOUT_MS = 20_000;
+export const DEFAULT_MODEL_MAX_RETRIES = 2;
+export const DEFAULT_MODEL_TOTAL_TIMEOUT_MS = 45_000;
+export { MAX_MODEL_ANSWER_BYTES };
+/** Token counts a server may report; anything else (negative, fractional, absurd) is not believed. */
+export const MAX_REPORTED_TOKENS = 100_000_000;
+/** Backoff of a slow-down without Retry-After: 1 s, doubling, at most 30 s. */
+const SLOW_DOWN_BACKOFF_MS = { first: 1_000, max: 30_000 };
+/** Backoff of a failed attempt without Retry-After (the `openai` package's): 0.5 s, doubling, at most 8 s. */
+const FAILURE_BACKOFF_MS = { first: 500, max: 8_000 };
+
+/** The tool a model calls to hand the conversation to a human (the handoff convention). */
+export const HANDOFF_TOOL = 'handoff_to_human';
+
+export interface ModelCall {
+  baseUrl: string;
+  apiKey: string | null;
+  model: string;
+  messages: ChatMessage[];
+  timeoutMs?: number;
+  maxRetries?: number;
+  totalTimeoutMs?: number;
+  /** How long a server asking us to slow down is retried (default MODEL_RETRY_BUDGET_MS's). */
+  retryBudgetMs?: number;
+  signal?: AbortSignal;
+  /** Addresses the call may connect to; null: any (ALLOW_PRIVATE_URLS). */
+  guard?: AddressGuard | null;
+  /** The call's place among the calls in flight, given back while it waits. */
+  slot?: CallSlot;
+}
+
+export interface ModelResult {
+  kind: 'reply' | 'handoff';
+  text: string | null;
+  /** Why the model handed off: the tool's `reason` argument, or 'empty answer'. */
+  handoffReason?: string;
+  inputTokens: number;
+  outputTokens: number;
+  /** False when the server reported no usage and the token counts are estimates. */
+  usageReported: boolean;
+  /** The model the server says answered (falls back to the requested one). */
+  model: string;
+}
+
+/** The conversation was taken over: the call was aborted on purpose. */
+export class ModelCallCancelled extends Error {
+  constructor() {
+    super('model call cancelled: a human took the conversation over');
+    this.name = 'ModelCallCancelled';
+  }
+}
+
+/** The model did not answer (error status, network error or timeout) after its retries. */
+export class ModelCallFailed extends Error {
+  readonly status: number | null;
+  constructor(message: string, status: number | null, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ModelCallFailed';
+    this.status = status;
+  }
+}
+
+const HANDOFF_TOOL_DEFINITION = {
+  type: 'function' as const,
+  function: {
+    name: HANDOFF_TOOL,
+    description: 'Hand the conversation to a human colleague: the customer asked for a person, or the answer is not in the knowledge provided.',
+    parameters: { type: 'object', properties: { reason: { type: 'string' } } },
+  },
+};
+
+/** Rejects as soon as `signal` aborts, whatever `promise` is doing. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+const sleep = (ms: number, signal: AbortSignal) => untilAborted(new Promise<void>((r) => setTimeout(r, ms).unref?.()), signal);
+
+/** The overall deadline of a call, which a slowed server extends to the retry budget. */
+class Deadline {
+  readonly #controller = new AbortController();
+  #timer: NodeJS.Timeout;
+  #at: number;
+  constructor(ms: number) {
+    this.#at = Date.now() + ms;
+    this.#timer = setTimeout(() => this.#controller.abort(new Error('deadline')), ms);
+  }
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+  get passed(): boolean {
+    return this.#controller.signal.aborted;
+  }
+  extendTo(at: number): void {
+    if (at <= this.#at || this.passed) return;
+    this.#at = at;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#controller.abort(new Error('deadline')), at - Date.now());
+  }
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** Retry-After (seconds or an HTTP date) or retry-after-ms, in ms; undefined when absent or unreadable. */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = headers?.get('retry-after');
+  if (!raw) return undefined;
+  const seconds = Number(raw.trim());
+  if (raw.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const at = Date.parse(raw);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+}
+
+const backoff = (n: number, b: { first: number; max: number }) => Math.min(b.max, b.first * 2 ** n) * (1 - Math.random() * 0.25);
+
+/** What a failed attempt means for the call. */
+type Verdict = { kind: 'slow_down'; status: number; waitMs: number | undefined } | { kind: 'retry'; waitMs: number | undefined } | { kind: 'fail' };
+
+/** Outbound failures that would fail again however often they are retried. */
+const PERMANENT_OUTBOUND = new Set(['BLOCKED_ADDRESS', 'BAD_URL', 'TOO_MANY_REDIRECTS', 'BODY_TOO_LARGE']);
+
+function verdictOf(err: unknown): Verdict {
+  if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
+    const wait = retryAfterMs(err.headers);
+    if (err.status === 429 && err.code !== 'insufficient_quota') return { kind: 'slow_down', status: 429, waitMs: wait };
+    if (err.status === 503 && wait !== undefined) return { kind: 'slow_down', status: 503, waitMs: wait };
+    if (err.status === 408 || err.status === 409 || err.status >= 500) return { kind: 'retry', waitMs: wait };
+    return { kind: 'fail' };
+  }
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (e.name === 'OutboundError' && typeof code === 'string' && PERMANENT_OUTBOUND.has(code)) return { kind: 'fail' };
+  }
+  return { kind: 'retry', waitMs: undefined };
+}
+
+/** One model answer (retries, pacing and all) as one span of the conversation's trace. */
+export function callChatModel(call: ModelCall): Promise<ModelResult> {
+  if (!tracingEnabled()) return askModel(call);
+  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': call.model, 'server.address': hostOf(call.baseUrl) };
+  return inSpan('model call', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const result = await askModel(call);
+    span?.setAttributes({ 'gen_ai.response.model': result.model, 'gen_ai.usage.input_tokens': result.inputTokens, 'gen_ai.usage.output_tokens': result.outputTokens, 'mas.answer_kind': result.kind });
+    return result;
+  });
+}
+
+const hostOf = (url: string): string => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+};
+
+async function askModel(call: ModelCall): Promise<ModelResult> {
+  if (call.signal?.aborted) throw new ModelCallCancelled();
+  const server = modelServer(call.baseUrl, call.apiKey, call.guard ?? null);
+  const slot = call.slot ?? NO_SLOT;
+  const started = Date.now();
+  const totalMs = call.totalTimeoutMs ?? DEFAULT_MODEL_TOTAL_TIMEOUT_MS;
+  const attemptMs = call.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const maxRetries = call.maxRetries ?? DEFAULT_MODEL_MAX_RETRIES;
+  const budgetEnd = started + (call.retryBudgetMs ?? DEFAULT_MODEL_RETRY_BUDGET_MS);
+  const deadline = new Deadline(totalMs);
+  const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
+  const body = { model: call.model, messages: call.messages, tools: [HANDOFF_TOOL_DEFINITION] };
+  let failures = 0;
+  let slowDowns = 0;
+  /** The call met a slowed-down server: its deadline is the retry budget. */
+  let slowed = false;
+  let completion: OpenAI.Chat.Completions.ChatCompletion;
+  const stopped = (err: unknown): Error => {
+    if (call.signal?.aborted) return new ModelCallCancelled();
+    if (deadline.passed) {
+      const why = slowed ? `the model server was still slowed down after ${budgetEnd - started} ms` : `the model did not answer within ${totalMs} ms`;
+      return new ModelCallFailed(why, null, { cause: err });
+    }
+    return err instanceof Error ? err : new Error(String(err));
+  };
+  try {
+    for (;;) {
+      if (!server.tryEnter()) {
+        // The server is slowed down (by this call's or other calls' answers): its pace, not a failure.
+        slowed = true;
+        deadline.extendTo(budgetEnd + attemptMs);
+        try {
+          await slot.away(() => server.enter(signal));
+        } catch (err) {
+          throw stopped(err);
+        }
+      }
+      try {
+        const request = server.client.chat.completions.create(body, { signal, timeout: attemptMs, maxRetries: 0 });
+        // Keep a rejection that loses the race from surfacing as unhandled.
+        request.catch(() => {});
+        completion = await untilAborted(request, signal);
+        server.leave('ok');
+        break;
+      } catch (err) {
+        const verdict = call.signal?.aborted || deadline.passed ? ({ kind: 'fail' } as const) : verdictOf(err);
+        if (verdict.kind === 'slow_down') {
+          const wait = verdict.waitMs ?? backoff(slowDowns, SLOW_DOWN_BACKOFF_MS);
+          slowDowns++;
+          server.leave('slow_down', wait);
+          if (Date.now() + wait > budgetEnd) {
+            throw new ModelCallFailed(`the model server asked to slow down (HTTP ${verdict.status}) for longer than ${budgetEnd - started} ms`, verdict.status, { cause: err });
+          }
+          slowed = true;
+          deadline.extendTo(budgetEnd + attemptMs);
+          continue;
+        }
+        server.leave('failed');
+        if (call.signal?.aborted || deadline.passed) throw stopped(err);
+        if (verdict.kind === 'retry' && failures < maxRetries) {
+          const wait = verdict.waitMs ?? backoff(failures, FAILURE_BACKOFF_MS);
+          failures++;
+          try {
+            await slot.away(() => sleep(wait, signal));
+          } catch (stop) {
+            throw stopped(stop);
+          }
+          continue;
+        }
+        const status = err instanceof OpenAI.APIError && typeof err.status === 'number' ? err.status : null;
+        const why = status === 429 ? 'HTTP 429: the model account has no quota left' : status !== null ? `HTTP ${status}` : connectionFailure(err);
+        throw new ModelCallFailed(`model call failed (${why})`, status, { cause: err });
+      }
+    }
+  } finally {
+    deadline.clear();
+  }
+
+  const choice = completion.choices?.[0];
+  const text = typeof choice?.message?.content === 'string' ? storable(choice.message.content).trim() : '';
+  const toolCall = choice?.message?.tool_calls?.find((c) => c.type === 'function' && c.function.name === HANDOFF_TOOL);
+  const reportedIn = completion.usage?.prompt_tokens;
+  const reportedOut = completion.usage?.completion_tokens ?? 0;
+  const usageReported = isTokenCount(reportedIn) && isTokenCount(reportedOut);
+  // A server that reports no (believable) usage is charged by an estimate, never silently for free.
+  const inputTokens = usageReported ? reportedIn : call.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
+  const outputTokens = usageReported ? reportedOut : text ? estimateTokens(text) : 0;
+  const base = { inputTokens, outputTokens, usageReported, model: completion.model || call.model };
+  if (toolCall) return { kind: 'handoff', text: null, handoffReason: toolReason(toolCall), ...base };
+  if (!text) return { kind: 'handoff', text: null, handoffReason: 'empty answer', ...base };
+  return { kind: 'reply', text, ...base };
+}
+
+function isTokenCount(n: unknown): n is number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= MAX_REPORTED_TOKENS;
+}
+
+/** Why no HTTP answer came back, in our words (the cause chain holds lib/outbound-http.ts's OutboundError). */
+function connectionFailure(err: unknown): string {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (e.name === 'OutboundError' && typeof code === 'string') {
+      if (code === 'BLOCKED_ADDRESS') return 'refused: the model server address is private, loopback or link-local';
+      if (code === 'BODY_TOO_LARGE') return `the answer was larger than ${MAX_MODEL_ANSWER_BYTES} bytes`;
+      if (code === 'TOO_MANY_REDIRECTS') return 'too many redirects';
+      if (code === 'TIMEOUT') return 'timed out';
+    }
+  }
+  return err instanceof OpenAI.APIConnectionTimeoutError ? 'timed out' : 'the model server could not be reached';
+}
+
+function toolReason(call: { type: string }): string {
+  try {
+    const args = JSON.parse((call as unknown as { function: { arguments?: string } }).function.arguments || '{}') as { reason?: unknown };
+    return typeof args.reason === 'string' && args.reason.trim() ? args.reason.trim().slice(0, 500) : HANDOFF_TOOL;
+  } catch {
+    return HANDOFF_TOOL;
+  }
+}

@@ -1,0 +1,108 @@
+import { guardForUrl } from '../address-guard.js';
+import type { Config } from '../config.js';
+import { query, type SqlClient } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { SecretBox } from '../secrets.js';
+import { embedTexts, type EmbeddingModel } from './embeddings.js';
+import { chunkTexts, clampLimit, fuse, lexicalCandidates, LIST_DEPTH, round, searchText, type Signal } from './search.js';
+import type { VectorIndex } from './vectors.js';
+
+/**
+ * A search of one knowledge base with every signal it has (lib/knowledge/search.ts): the
+ * lexical lists from one statement, the vector list when the base has an embedding model
+ * (the question embedded by that server; when the server fails the search goes on without
+ * vectors and says so in the log), fused by RRF, then the texts and snippets of the results.
+ */
+export interface KnowledgeBaseInfo {
+  id: number;
+  companyId: number;
+  language: string;
+  contentVersion: string;
+  embedding: EmbeddingModel | null;
+}
+
+export interface SearchHit {
+  documentId: number;
+  chunkId: number;
+  title: string;
+  heading: string;
+  snippet: string;
+  /** The chunk's whole text (for prompts and answers; the API shows `snippet`). */
+  content: string;
+  /** RRF score (higher is better; only comparable within one search). */
+  score: number;
+  /** 0–1: how much of the question the chunk covers (see search.ts). */
+  relevance: number;
+  matchedBy: Signal[];
+}
+
+export interface RetrievalDeps {
+  sql: SqlClient;
+  vectors: VectorIndex;
+  logger?: Logger;
+}
+
+export interface SearchOptions {
+  limit?: number;
+  /** Which signals to use (the quality bench compares them); default all the base has. */
+  signals?: { fulltext?: boolean; trigram?: boolean; vector?: boolean };
+  signal?: AbortSignal;
+}
+
+type UrlConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+
+/** The base as retrieval needs it (its embedding key opened); null when it is not the company's. */
+export async function loadBaseInfo(sql: SqlClient, secrets: SecretBox, urls: UrlConfig, companyId: number, knowledgeBaseId: number): Promise<KnowledgeBaseInfo | null> {
+  const [row] = await query<{ language: string; content_version: string; embedding_base_url: string | null; embedding_model: string | null; embedding_api_key_sealed: string | null }>(
+    sql,
+    'kb_info',
+    `select language, content_version::text, embedding_base_url, embedding_model, embedding_api_key_sealed from knowledge_bases where id = $1 and company_id = $2`,
+    [knowledgeBaseId, companyId],
+  );
+  if (!row) return null;
+  let embedding: EmbeddingModel | null = null;
+  try {
+    embedding = embeddingModelOf(row, secrets, urls);
+  } catch {
+    // The key cannot be opened (SECRETS_KEY rotated away): the base is searched without vectors.
+  }
+  return { id: knowledgeBaseId, companyId, language: row.language, contentVersion: row.content_version, embedding };
+}
+
+export function embeddingModelOf(
+  row: { embedding_base_url: string | null; embedding_model: string | null; embedding_api_key_sealed: string | null },
+  secrets: SecretBox,
+  urls: UrlConfig,
+): EmbeddingModel | null {
+  if (!row.embedding_base_url || !row.embedding_model) return null;
+  return {
+    baseUrl: row.embedding_base_url,
+    model: row.embedding_model,
+    apiKey: row.embedding_api_key_sealed ? secrets.open(row.embedding_api_key_sealed) : null,
+    guard: guardForUrl(urls, row.embedding_base_url),
+  };
+}
+
+export async function searchKnowledge(deps: RetrievalDeps, base: KnowledgeBaseInfo, question: string, options: SearchOptions = {}): Promise<SearchHit[]> {
+  const limit = clampLimit(options.limit);
+  const use = { fulltext: options.signals?.fulltext ?? true, trigram: options.signals?.trigram ?? true, vector: options.signals?.vector ?? true };
+  const wantVectors = use.vector && base.embedding !== null && searchText(question) !== '';
+  const [lexical, vector] = await Promise.all([
+    lexicalCandidates(deps.sql, [{ companyId: base.companyId, knowledgeBaseId: base.id, query: question }]).then((r) => r[0]!),
+    wantVectors
+      ? embedTexts(base.embedding!, [question.slice(0, 2000)], { signal: options.signal })
+          .then(([v]) => deps.vectors.nearest(deps.sql, { companyId: base.companyId, knowledgeBaseId: base.id, contentVersion: base.contentVersion }, v!, LIST_DEPTH))
+          .catch((err: unknown) => {
+            deps.logger?.warn({ err: (err as Error).message, knowledgeBaseId: base.id }, 'knowledge: the embedding server failed; searching without vectors');
+            return null;
+          })
+      : Promise.resolve(null),
+  ]);
+  const fused = fuse(lexical.candidates, vector, { fulltext: use.fulltext, trigram: use.trigram }).slice(0, limit);
+  const texts = await chunkTexts(deps.sql, base.companyId, base.language, fused.map((f) => f.chunkId), lexical.terms);
+  return fused.flatMap((f) => {
+    const t = texts.get(f.chunkId);
+    if (!t) return [];
+    return [{ documentId: f.documentId, chunkId: f.chunkId, title: t.title, heading: t.heading, snippet: t.snippet, content: t.content, score: round(f.score), relevance: round(f.relevance, 4), matchedBy: f.matchedBy }];
+  });
+}

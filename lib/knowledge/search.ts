@@ -1,0 +1,325 @@
+import { query, type SqlClient } from '../db.js';
+import { withoutStopWords } from './stop-words.js';
+
+/**
+ * Retrieval over a knowledge base's chunks, shared by the gateway (search route,
+ * evaluations) and the worker (built-in and model agents).
+ *
+ * Two lexical signals come from one SQL statement per batch of questions:
+ * - **fulltext**: the question's lexemes in the base's text-search configuration (stop
+ *   words of questions removed first, lib/knowledge/stop-words.ts), each weighted by its
+ *   IDF in the base (BM25's `ln(1 + (N − df + .5)/(df + .5))`, from `knowledge_terms`) and
+ *   by HEADING_WEIGHT when it is in the chunk's title or heading path; a chunk's score is the sum over
+ *   the lexemes it holds. PostgreSQL's own ts_rank knows no IDF, so a common word weighed as
+ *   much as the subject of the question.
+ * - **trigram**: a lexeme the base does not know (a typo, another word form under `simple`)
+ *   is replaced by the base's most similar terms (pg_trgm `similarity` ≥ TRIGRAM_MIN over a
+ *   GIN index of the base's terms); this list ranks the chunks by the question so corrected
+ *   (the neighbours' weights multiplied by their similarity). A question without such a
+ *   word has no trigram list (it would repeat the full-text one); a result is `matchedBy`
+ *   trigram when a neighbour contributed to it.
+ * Candidates are found through the GIN index of the chunks' vectors, by the lexemes that are
+ * rare enough to be selective (in at most a fifth of the chunks, or 50); the common ones only
+ * add to the scores of chunks found that way.
+ *
+ * A third signal, **vector** (lib/knowledge/vectors.ts), is added in code when the base has an
+ * embedding model. The lists are fused by reciprocal rank (RRF, k = 60).
+ *
+ * Relevance (0–1), what an agent's threshold is compared with: the share of the IDF weight of
+ * the question's words known to the base (directly or through a trigram neighbour) that the
+ * chunk holds; or, for a chunk found by its vector, the cosine similarity. Words the base
+ * does not know at all are left out: no chunk could hold them (a question with nothing
+ * known finds nothing, and the agent has no answer).
+ *
+ * Raw SQL over company-owned tables: company_id is written explicitly in every condition.
+ */
+export const RRF_K = 60;
+/** Candidates per list. */
+export const LIST_DEPTH = 50;
+export const TRIGRAM_MIN = 0.4;
+/** A lexeme in the chunk's section headings weighs this much more (what a section is about). */
+export const HEADING_WEIGHT = 1.5;
+export const MAX_QUERY_CHARS = 2000;
+export const DEFAULT_SEARCH_LIMIT = 10;
+export const MAX_SEARCH_LIMIT = 50;
+
+export type Signal = 'fulltext' | 'trigram' | 'vector';
+
+export interface Question {
+  companyId: number;
+  knowledgeBaseId: number;
+  query: string;
+}
+
+export interface LexicalCandidate {
+  chunkId: number;
+  documentId: number;
+  fulltextRank: number | null;
+  trigramRank: number | null;
+  /** A trigram neighbour of a misspelt word is in the chunk. */
+  fuzzy: boolean;
+  relevance: number;
+}
+
+export interface LexicalResult {
+  candidates: LexicalCandidate[];
+  /** The base's terms the question matched (its own lexemes and trigram neighbours). */
+  terms: string[];
+}
+
+/** SQL quoting a lexeme as a tsquery operand, taken as-is (no second normalisation). */
+const quotedLexeme = (lexeme: string) => `('''' || replace(replace(${lexeme}, '\\', '\\\\'), '''', '''''') || '''')`;
+
+/** A question as searched: stop words out, bounded. */
+export function searchText(question: string): string {
+  return withoutStopWords(question.slice(0, MAX_QUERY_CHARS));
+}
+
+/**
+ * The statement's CTEs up to `ranked` (one row per candidate chunk and question: ord,
+ * chunk_id, ft_rank, tg_rank, relevance), for the questions of `$1` (texts), `$2` (company
+ * ids), `$3` (knowledge base ids); `$4` candidates per list.
+ */
+const LEXICAL_CTES = `
+  q as (
+    select x.ord::int as ord, x.company_id, x.kb_id, kb.language::regconfig as cfg, greatest(kb.chunk_count, 1)::float8 as n, x.text
+    from unnest($1::text[], $2::int[], $3::int[]) with ordinality as x(text, company_id, kb_id, ord)
+    join knowledge_bases kb on kb.id = x.kb_id and kb.company_id = x.company_id
+  ),
+  qdf as (
+    select q.ord, l.i::int as qi, l.lexeme, coalesce(t.chunks, 0)::float8 as df, q.n, q.kb_id, q.company_id
+    from q cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, q.text))) with ordinality as l(lexeme, i)
+    left join knowledge_terms t on t.knowledge_base_id = q.kb_id and t.company_id = q.company_id and t.term = l.lexeme
+    where l.i <= 32
+  ),
+  terms as (
+    select ord, qi, lexeme as term, 1.0::float8 as sim, df, n, kb_id, company_id, true as exact from qdf where df > 0
+    union all
+    select d.ord, d.qi, e.term, e.sim, e.chunks::float8, d.n, d.kb_id, d.company_id, false
+    from qdf d cross join lateral (
+      select t.term, similarity(t.term, d.lexeme)::float8 as sim, t.chunks
+      from knowledge_terms t
+      where t.knowledge_base_id = d.kb_id and t.company_id = d.company_id and t.term % d.lexeme
+      order by 2 desc, 3 desc limit 2
+    ) e
+    where d.df = 0 and length(d.lexeme) >= 4 and e.sim >= ${TRIGRAM_MIN}
+  ),
+  total as (
+    -- Each lexeme the base knows (itself or, misspelt, through its trigram neighbour) weighs its IDF;
+    -- words the base does not know at all cannot be covered by any chunk and are left out.
+    select ord, sum(idf) as weight
+    from (select ord, qi, max(ln(1 + (n - df + 0.5) / (df + 0.5))) as idf from terms group by ord, qi) x
+    group by ord
+  ),
+  weighted as (
+    select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
+           t.df <= greatest(50, t.n / 5) as selective,
+           bool_or(t.df <= greatest(50, t.n / 5)) over (partition by t.ord) as some_selective
+    from terms t
+  ),
+  found as (
+    select s.ord, s.qi, s.exact, s.w, s.cw, c.id as chunk_id, c.document_id, (c.heading_vector @@ s.tq) as in_heading
+    from weighted s cross join lateral (
+      select c.id, c.document_id, c.heading_vector from knowledge_chunks c
+      where c.knowledge_base_id = s.kb_id and c.company_id = s.company_id and c.search_vector @@ s.tq
+    ) c
+    where s.selective or not s.some_selective
+  ),
+  pre as (
+    select ord, chunk_id, document_id, sum(w) as score from found group by ord, chunk_id, document_id
+  ),
+  shortlist as (
+    select * from (select p.*, row_number() over (partition by ord order by score desc, chunk_id) as r from pre p) x where r <= $4::int * 2
+  ),
+  common as (
+    select s.ord, w.qi, w.exact, w.w, w.cw, s.chunk_id, s.document_id, (c.heading_vector @@ w.tq) as in_heading
+    from shortlist s
+    join weighted w on w.ord = s.ord and not (w.selective or not w.some_selective)
+    join knowledge_chunks c on c.id = s.chunk_id and c.company_id = w.company_id
+    where c.search_vector @@ w.tq
+  ),
+  per_lexeme as (
+    select ord, chunk_id, document_id, qi,
+           max(w * case when in_heading then ${HEADING_WEIGHT} else 1 end) filter (where exact) as ft,
+           max(w * case when in_heading then ${HEADING_WEIGHT} else 1 end) as tg,
+           max(cw) as covered,
+           bool_and(not exact) as fuzzy
+    from (select * from found f where exists (select 1 from shortlist s where s.ord = f.ord and s.chunk_id = f.chunk_id) union all select * from common) a
+    group by ord, chunk_id, document_id, qi
+  ),
+  per_chunk as (
+    select p.ord, p.chunk_id, p.document_id, sum(p.ft) as ft, sum(p.tg) as tg, bool_or(p.fuzzy) as fuzzy,
+           least(1.0, sum(p.covered) / nullif(t.weight, 0)) as relevance
+    from per_lexeme p join total t on t.ord = p.ord
+    group by p.ord, p.chunk_id, p.document_id, t.weight
+  ),
+  ranked as (
+    select c.*,
+           case when c.ft > 0 then row_number() over (partition by c.ord order by c.ft desc nulls last, c.chunk_id) end as ft_rank,
+           case when f.any_fuzzy then row_number() over (partition by c.ord order by c.tg desc, c.chunk_id) end as tg_rank
+    from per_chunk c join (select ord, bool_or(fuzzy) as any_fuzzy from per_chunk group by ord) f on f.ord = c.ord
+  )`;
+
+/**
+ * The lexical candidates of each question (both lists, at most `depth` each), in ONE
+ * statement whatever the number of questions.
+ */
+export async function lexicalCandidates(client: SqlClient, questions: Question[], depth = LIST_DEPTH): Promise<LexicalResult[]> {
+  const out: LexicalResult[] = questions.map(() => ({ candidates: [], terms: [] }));
+  const asked = questions.map((q, i) => ({ ...q, text: searchText(q.query), i })).filter((q) => q.text !== '');
+  if (!asked.length) return out;
+  const rows = await query<{ ord: number; chunk_id: string; document_id: number; ft_rank: string | null; tg_rank: string | null; fuzzy: boolean | null; relevance: number | null; terms: string[] | null }>(
+    client,
+    'kb_lexical',
+    `with ${LEXICAL_CTES}
+     select r.ord, r.chunk_id, r.document_id, r.ft_rank, r.tg_rank, r.fuzzy, r.relevance, null::text[] as terms
+     from ranked r where r.ft_rank <= $4::int or r.tg_rank <= $4::int
+     union all
+     select f.ord, null, null, null, null, null, null, array_agg(distinct w.term) from (select distinct ord, qi from found) f
+       join weighted w on w.ord = f.ord and w.qi = f.qi group by f.ord`,
+    [asked.map((q) => q.text), asked.map((q) => q.companyId), asked.map((q) => q.knowledgeBaseId), depth],
+  );
+  for (const r of rows) {
+    const target = out[asked[r.ord - 1]!.i]!;
+    if (r.chunk_id === null) target.terms = r.terms ?? [];
+    else {
+      target.candidates.push({
+        chunkId: Number(r.chunk_id), documentId: r.document_id, relevance: Number(r.relevance ?? 0),
+        fulltextRank: r.ft_rank === null ? null : Number(r.ft_rank), trigramRank: r.tg_rank === null ? null : Number(r.tg_rank), fuzzy: r.fuzzy === true,
+      });
+    }
+  }
+  return out;
+}
+
+export interface BestMatch {
+  documentId: number;
+  chunkId: number;
+  /** The document's title. */
+  title: string;
+  heading: string;
+  /** The chunk's text. */
+  content: string;
+  relevance: number;
+  score: number;
+  matchedBy: Signal[];
+}
+
+/**
+ * The best chunk for each of many questions by the lexical signals fused with RRF, in ONE
+ * statement (the built-in agent asks for a whole batch of customer messages at once, inside
+ * the worker's transaction), with the text it needs to compose an answer. null where
+ * nothing matches.
+ */
+export async function bestKnowledgeMatches(client: SqlClient, questions: Question[]): Promise<(BestMatch | null)[]> {
+  const out: (BestMatch | null)[] = questions.map(() => null);
+  const asked = questions.map((q, i) => ({ ...q, text: searchText(q.query), i })).filter((q) => q.text !== '');
+  if (!asked.length) return out;
+  const rows = await query<{ ord: number; chunk_id: string; document_id: number; title: string; heading: string; content: string; relevance: number; score: number; ft_rank: string | null; fuzzy: boolean }>(
+    client,
+    'kb_best',
+    `with ${LEXICAL_CTES},
+     fused as (
+       select r.ord, r.chunk_id, r.document_id, r.relevance, r.ft_rank, r.fuzzy,
+              coalesce(1.0 / (${RRF_K} + r.ft_rank), 0) + coalesce(1.0 / (${RRF_K} + r.tg_rank), 0) as score
+       from ranked r where r.ft_rank is not null or r.tg_rank is not null
+     ),
+     best as (select distinct on (ord) * from fused order by ord, score desc, relevance desc, chunk_id)
+     select b.ord, b.chunk_id, b.document_id, d.title, c.heading, c.content, b.relevance, b.score, b.ft_rank, b.fuzzy
+     from best b
+     join knowledge_chunks c on c.id = b.chunk_id and c.company_id = (select company_id from q where q.ord = b.ord)
+     join knowledge_documents d on d.id = b.document_id and d.company_id = c.company_id`,
+    [asked.map((q) => q.text), asked.map((q) => q.companyId), asked.map((q) => q.knowledgeBaseId), LIST_DEPTH],
+  );
+  for (const r of rows) {
+    const matchedBy: Signal[] = [];
+    if (r.ft_rank !== null) matchedBy.push('fulltext');
+    if (r.fuzzy) matchedBy.push('trigram');
+    out[asked[r.ord - 1]!.i] = {
+      documentId: r.document_id, chunkId: Number(r.chunk_id), title: r.title, heading: r.heading, content: r.content,
+      relevance: round(Number(r.relevance)), score: round(Number(r.score)), matchedBy,
+    };
+  }
+  return out;
+}
+
+export const round = (n: number, digits = 6) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** One fused result (before its text is read). */
+export interface FusedCandidate {
+  chunkId: number;
+  documentId: number;
+  score: number;
+  relevance: number;
+  matchedBy: Signal[];
+}
+
+/**
+ * Reciprocal-rank fusion of the lexical candidates and, when given, the vector list
+ * (chunk ids best first, with their cosine similarity): score = Σ 1 / (k + rank).
+ */
+export function fuse(lexical: LexicalCandidate[], vector: { chunkId: number; documentId: number; similarity: number }[] | null, signals: { fulltext: boolean; trigram: boolean } = { fulltext: true, trigram: true }): FusedCandidate[] {
+  const byId = new Map<number, FusedCandidate>();
+  const entry = (chunkId: number, documentId: number) => {
+    let e = byId.get(chunkId);
+    if (!e) byId.set(chunkId, (e = { chunkId, documentId, score: 0, relevance: 0, matchedBy: [] }));
+    return e;
+  };
+  for (const c of lexical) {
+    const ft = signals.fulltext && c.fulltextRank !== null;
+    const tg = signals.trigram && c.trigramRank !== null;
+    if (!ft && !(tg && c.fuzzy)) continue;
+    const e = entry(c.chunkId, c.documentId);
+    if (ft) {
+      e.score += 1 / (RRF_K + c.fulltextRank!);
+      e.matchedBy.push('fulltext');
+    }
+    if (tg) e.score += 1 / (RRF_K + c.trigramRank!);
+    if (signals.trigram && c.fuzzy) e.matchedBy.push('trigram');
+    e.relevance = Math.max(e.relevance, c.relevance);
+  }
+  vector?.forEach((v, i) => {
+    const e = entry(v.chunkId, v.documentId);
+    e.score += 1 / (RRF_K + i + 1);
+    e.matchedBy.push('vector');
+    e.relevance = Math.max(e.relevance, v.similarity);
+  });
+  return [...byId.values()].sort((a, b) => b.score - a.score || b.relevance - a.relevance || a.chunkId - b.chunkId);
+}
+
+export interface ChunkText {
+  chunkId: number;
+  documentId: number;
+  title: string;
+  heading: string;
+  content: string;
+  snippet: string;
+}
+
+const HEADLINE_OPTIONS = 'StartSel="", StopSel="", MaxWords=35, MinWords=15, ShortWord=3, MaxFragments=2, FragmentDelimiter=" … "';
+
+/** The text of chunks (one company's), with a snippet around `terms` (the base's own lexemes, in its `language`). */
+export async function chunkTexts(client: SqlClient, companyId: number, language: string, chunkIds: number[], terms: string[]): Promise<Map<number, ChunkText>> {
+  if (!chunkIds.length) return new Map();
+  const rows = await query<{ id: string; document_id: number; title: string; heading: string; content: string; snippet: string }>(
+    client,
+    'kb_chunk_texts',
+    `with tq as (select coalesce((select string_agg(${quotedLexeme('t')}, ' | ') from unnest($3::text[]) t), '')::tsquery as q)
+     select c.id, c.document_id, d.title, c.heading, c.content,
+            case when numnode(tq.q) > 0 then ts_headline($4::regconfig, c.content, tq.q, '${HEADLINE_OPTIONS}') else left(c.content, 240) end as snippet
+     from knowledge_chunks c join knowledge_documents d on d.id = c.document_id and d.company_id = c.company_id, tq
+     where c.id = any($2::bigint[]) and c.company_id = $1`,
+    [companyId, chunkIds, terms, language],
+  );
+  return new Map(rows.map((r) => [Number(r.id), { chunkId: Number(r.id), documentId: r.document_id, title: r.title, heading: r.heading, content: r.content, snippet: cleanSnippet(r.snippet) }]));
+}
+
+/** ts_headline keeps the text's whitespace; a snippet reads better on one line. */
+export function cleanSnippet(snippet: string): string {
+  return snippet.replace(/\s+/g, ' ').trim();
+}
+
+export function clampLimit(limit: number | undefined): number {
+  if (limit === undefined || !Number.isFinite(limit)) return DEFAULT_SEARCH_LIMIT;
+  return Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(limit)));
+}
