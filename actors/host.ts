@@ -97,8 +97,8 @@ export class ConversationHost {
   }
 
   /** Model calls in flight and waiting for a place now, and the most in flight at once so far. */
-  get modelCalls(): { running: number; waiting: number; peak: number } {
-    return { running: this.#slots.running, waiting: this.#slots.waiting, peak: this.#slots.peak };
+  get modelCalls(): { running: number; waiting: number; peak: number; companiesWaiting: number } {
+    return { running: this.#slots.running, waiting: this.#slots.waiting, peak: this.#slots.peak, companiesWaiting: this.#slots.companiesWaiting };
   }
 
   close(): void {

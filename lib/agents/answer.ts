@@ -146,7 +146,7 @@ export interface ModelAnswerOptions {
   /** Knowledge passages put in the prompt (default 3). */
   passages?: number;
   historyTokenBudget?: number;
-  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs'>;
+  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs' | 'onSettled'>;
 }
 
 export interface ModelAnswer {

@@ -56,7 +56,11 @@ export interface ModelCall {
   guard?: AddressGuard | null;
   /** The call's place among the calls in flight, given back while it waits. */
   slot?: CallSlot;
+  /** Told how long the call took (retries and waits included) and how it ended: the worker's model-call histogram. */
+  onSettled?: (seconds: number, outcome: ModelCallOutcome) => void;
 }
+
+export type ModelCallOutcome = 'reply' | 'handoff' | 'failed' | 'cancelled';
 
 export interface ModelResult {
   kind: 'reply' | 'handoff';
@@ -182,13 +186,28 @@ function verdictOf(err: unknown): Verdict {
 
 /** One model answer (retries, pacing and all) as one span of the conversation's trace. */
 export function callChatModel(call: ModelCall): Promise<ModelResult> {
-  if (!tracingEnabled()) return askModel(call);
+  if (!tracingEnabled()) return timedAsk(call);
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': call.model, 'server.address': hostOf(call.baseUrl) };
   return inSpan('model call', { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const result = await askModel(call);
+    const result = await timedAsk(call);
     span?.setAttributes({ 'gen_ai.response.model': result.model, 'gen_ai.usage.input_tokens': result.inputTokens, 'gen_ai.usage.output_tokens': result.outputTokens, 'mas.answer_kind': result.kind });
     return result;
   });
+}
+
+async function timedAsk(call: ModelCall): Promise<ModelResult> {
+  const settled = call.onSettled;
+  if (!settled) return askModel(call);
+  const start = performance.now();
+  const took = () => (performance.now() - start) / 1000;
+  try {
+    const result = await askModel(call);
+    settled(took(), result.kind);
+    return result;
+  } catch (err) {
+    settled(took(), err instanceof ModelCallCancelled ? 'cancelled' : 'failed');
+    throw err;
+  }
 }
 
 const hostOf = (url: string): string => {
