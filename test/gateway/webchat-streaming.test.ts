@@ -140,6 +140,25 @@ t.test('a reconnect mid-stream gets the stored message, whole, once', async (t) 
   t.equal(rows[0].n, 1);
 });
 
+t.test('an operator takes over mid-stream: the stream is cut, no reply, the preview ends', async (t) => {
+  const { c } = await visitor(t);
+  c.send({ type: 'message', clientMessageId: 'op-1', text: 'Can I pay by card?' });
+  const ack = await c.next('ack');
+  await c.next('delta');
+  await c.next('delta');
+  const paused = await svc.api('POST', `/api/conversations/${ack.conversationId}/pause`, { token: user.token });
+  t.equal(paused.status, 200);
+  t.same(await c.next('status'), { type: 'status', status: 'paused' });
+  const after = await c.drain(1500);
+  t.same(after.filter((f) => f.type === 'delta' || f.type === 'message'), [], 'nothing more of the reply');
+  const [req] = requestsFor('Can I pay by card?');
+  await eventually(async () => req!.aborted || null, 5000, 'the model stream aborted');
+  const rows = await sql(svc.orm, `select delivery from conversation_messages where conversation_id = ? and role = 'agent'`, [ack.conversationId]);
+  t.same(rows, [], 'no reply stored');
+  const ledger = (await svc.api('GET', '/api/billing', { token: user.token })).body.billing.ledger;
+  t.equal(ledger.filter((e: any) => e.conversationId === ack.conversationId).length, 0, 'no charge');
+});
+
 t.test('a stream that goes silent is cut off and asked again; the visitor gets one whole reply', async (t) => {
   const { c } = await visitor(t);
   c.send({ type: 'message', clientMessageId: 'st-1', text: 'STALL what about gifts?' });
