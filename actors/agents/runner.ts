@@ -151,6 +151,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       messageId: input.messageId,
       signal: input.signal,
       slot: input.slot,
+      onDelta: input.onDelta,
       passages,
       historyTokenBudget: historyBudget,
       model: modelOptions,
