@@ -11,7 +11,7 @@ import { parse } from 'yaml';
  * from a value written in the file. There is no Docker engine here: the file is parsed.
  */
 const COMPOSE_FILE = fileURLToPath(new URL('../../docker-compose.yml', import.meta.url));
-const compose = parse(readFileSync(COMPOSE_FILE, 'utf8')) as { services: Record<string, Service> };
+const compose = parse(readFileSync(COMPOSE_FILE, 'utf8'), { merge: true }) as { services: Record<string, Service> };
 
 interface Service {
   image?: string;
