@@ -264,10 +264,12 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   };
   if (!result.usageReported) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
   const held = (output: AgentOutput): ModelAnswer => ({ output, reservationId: reservation.reservationId });
-  if (result.kind === 'reply' && result.text) return held({ kind: 'reply', text: result.text, usage, sources: found.map(sourceOf) });
+  const extras = result.leadStage ? { leadStage: result.leadStage } : {};
+  if (result.kind === 'reply' && (result.text || result.leadStage)) return held({ kind: 'reply', text: result.text ?? '', usage, sources: found.map(sourceOf), ...extras });
+  if (result.kind === 'close') return held({ kind: 'close', reason: result.closeReason ?? 'close_conversation', ...(result.text ? { text: result.text } : {}), usage, ...extras });
   // The model asked for a human: its tokens were spent, so they are charged.
-  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [] });
-  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}) }));
+  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], ...extras });
+  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}), ...extras }));
 }
 
 /** Releases a reservation whose call ended without an answer to charge (a failure to release is left to the expiry sweep). */
