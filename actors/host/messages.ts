@@ -1,7 +1,8 @@
 import { settleAnswers, type AnswerSettlement } from '../../lib/credit.js';
 import { partitionOfEnvelope } from '../../lib/inbound.js';
-import type { SqlClient } from '../../lib/db.js';
 import { attachTrace, traceOf } from '../../lib/tracing.js';
+import { outsideHoursOutput } from '../../lib/agents/hours.js';
+import { query, type SqlClient } from '../../lib/db.js';
 import { collectedText, statusOf } from '../../machines/conversation.js';
 import type { ConversationEvent } from '../../schema/conversation.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
@@ -141,6 +142,7 @@ export class CustomerMessages {
     );
     const storedByConv = new Map(stored.map((r) => [r.conversation_id, r]));
     const now = new Date(this.#now());
+    const told = await toldOutsideHours(client, applying.filter((i) => reqs[i]!.route.behaviour.hours?.outside === 'message').map((i) => convOf(i).id));
     const local: { conv: ConversationRow; messageId: string; text: string; agentId: number | null }[] = [];
     for (const i of applying) {
       const conv = convOf(i);
@@ -149,21 +151,41 @@ export class CustomerMessages {
       const row = storedByConv.get(conv.id);
       if (!row) throw new Error(`customer message of conversation ${conv.id} (seq ${conv.message_seq}) was not stored`);
       plan.noticeStored(conv, row);
+      const { behaviour } = reqs[i]!.route;
+      // Outside business hours the agent's policy answers at once (no debounce window).
+      const outside = outsideHoursOutput(behaviour.hours, now, told.has(conv.id));
       const event: ConversationEvent = {
         type: 'customer.message', messageId: row.id, text: m.text, at: m.sentAt,
         ...(m.requestId !== null ? { requestId: m.requestId } : {}),
         ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
-        ...(reqs[i]!.route.behaviour.debounceMs > 0 ? { debounceMs: reqs[i]!.route.behaviour.debounceMs } : {}),
+        ...(behaviour.debounceMs > 0 && !outside ? { debounceMs: behaviour.debounceMs } : {}),
       };
       plan.remember(conv, m.requestId, m.dialogId);
       plan.step(conv, event, { lastMessageAt: now, channelId: m.channelId, transport: m.transport });
       plan.touch(conv);
       if (isCollecting(conv.state)) outcomes[i] = { kind: 'collecting', conv };
       if (!isAnswering(conv.state)) continue;
+      if (outside) {
+        // Marked, so the transition log tells why, and a customer is told the hours once.
+        plan.step(conv, { type: 'xstate.done.actor.agent', output: outside, outsideHours: true });
+        continue;
+      }
       const route = reqs[i]!.route;
       if (route.path.kind === 'local') local.push({ conv, messageId: row.id, text: collectedText(conv.snapshot.context), agentId: route.agentId });
       else outcomes[i] = { kind: 'answer', conv, messageId: row.id, text: collectedText(conv.snapshot.context) };
     }
     return { outcomes, settle: await this.#answers.askLocally(plan, local) };
   }
+}
+
+/** The conversations whose customer was already told the business hours (a transition marked `outsideHours`). */
+async function toldOutsideHours(client: SqlClient, conversationIds: number[]): Promise<Set<number>> {
+  if (conversationIds.length === 0) return new Set();
+  const rows = await query<{ conversation_id: number }>(
+    client,
+    'conv_told_outside_hours',
+    `select distinct conversation_id from conversation_transitions where conversation_id = any($1::int[]) and payload->>'outsideHours' = 'true'`,
+    [conversationIds],
+  );
+  return new Set(rows.map((r) => r.conversation_id));
 }

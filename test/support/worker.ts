@@ -33,7 +33,7 @@ export interface TestWorker extends RunningWorker {
 export async function startTestWorker(
   t: Test,
   svc: { config: Config; orm: Orm },
-  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions } = {},
+  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions; now?: () => number } = {},
 ): Promise<TestWorker> {
   const nc = await connectNats(svc.config.natsUrl ?? TEST_NATS_URL, `test-worker-${options.workerId ?? 'w'}`);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -45,6 +45,7 @@ export async function startTestWorker(
     agent: options.agent === 'builtin' ? undefined : (options.agent ?? echoAgent()),
     workerId: options.workerId,
     options: { ...FAST_WORKER_OPTIONS, ...options.options },
+    now: options.now,
   });
   t.teardown(async () => {
     await worker.close().catch(() => {});
