@@ -1,8 +1,8 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startOpenAiStub, type ModelAnswer, type ModelRequest } from '../support/openai-stub.js';
-import { signUp, startTestService } from '../support/service.js';
-import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { startTestService } from '../support/service.js';
+import { eventually, modelAgentCompany, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 // Agent behaviour through a real worker (contract.md § Behaviour customers expect from an
 // agent): debounce, the model's tools, the helpdesk transfer. The model is an
@@ -28,16 +28,7 @@ const sentTo = (clientId: string) => helpdesk.sent().filter((b) => b.client_id =
 const modelAskedBy = (fragment: string) => llm.requests.filter((r) => llm.lastUserText(r).includes(fragment));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function setup(name: string, agent: Record<string, unknown> = {}) {
-  const user = await signUp(svc.api, name);
-  const created = await svc.api('POST', '/api/agents', {
-    token: user.token,
-    body: { name: 'LLM', model: { provider: 'openai', name: 'gpt-4o', baseUrl: llm.baseUrl, apiKey: 'sk-test-key' }, ...agent },
-  });
-  if (created.status !== 201) throw new Error(`agent: ${created.status} ${JSON.stringify(created.body)}`);
-  const integration = await createHelpdeskIntegration(svc, user, helpdesk, name, created.body.agent.id);
-  return { user, agent: created.body.agent, integration };
-}
+const setup = (name: string, agent: Record<string, unknown> = {}) => modelAgentCompany(svc, helpdesk, llm.baseUrl, name, agent);
 
 t.test('debounce: three messages inside the window get one answer, to all three', async (t) => {
   const DEBOUNCE = 1500;

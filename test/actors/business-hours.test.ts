@@ -1,8 +1,8 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
-import { signUp, startTestService } from '../support/service.js';
-import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { startTestService } from '../support/service.js';
+import { eventually, modelAgentCompany, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 // Business hours through a real worker whose clock is injected: Sunday 2026-11-22 03:00 in
 // Berlin, outside the agent's Monday–Friday 09:00–18:00 (contract.md § Behaviour).
@@ -19,15 +19,8 @@ const sentTo = (clientId: string) => helpdesk.sent().filter((b) => b.client_id =
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const conversationOf = async (integrationId: number, clientId: string) => (await sql(svc.orm, 'select * from conversations where integration_id = ? and client_id = ?', [integrationId, clientId]))[0];
 
-async function setup(name: string, hours: Record<string, unknown>) {
-  const user = await signUp(svc.api, name);
-  const agent = await svc.api('POST', '/api/agents', {
-    token: user.token,
-    body: { name: 'LLM', hours: { timezone: 'Europe/Berlin', weekly: WEEKDAYS, ...hours }, model: { provider: 'openai', name: 'gpt-4o', baseUrl: llm.baseUrl, apiKey: 'sk-test-key' } },
-  });
-  if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`);
-  return createHelpdeskIntegration(svc, user, helpdesk, name, agent.body.agent.id);
-}
+const setup = async (name: string, hours: Record<string, unknown>) =>
+  (await modelAgentCompany(svc, helpdesk, llm.baseUrl, name, { hours: { timezone: 'Europe/Berlin', weekly: WEEKDAYS, ...hours } })).integration;
 
 t.test('"message": the customer is told the hours once, the model is not asked, the conversation stays active', async (t) => {
   const integration = await setup('Message Co', { outside: 'message', outsideMessage: 'We are closed; back Monday 9:00.' });
