@@ -92,6 +92,11 @@ export class FairSlots {
     return this.#waiting;
   }
 
+  /** Companies with calls waiting now (a count: no company is named in the metrics). */
+  get companiesWaiting(): number {
+    return this.#ring.length;
+  }
+
   /** The most places taken at once so far. */
   get peak(): number {
     return this.#peak;

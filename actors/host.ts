@@ -15,6 +15,7 @@ import { Lanes, type Applied, type Item, type ItemResult, type Lane } from './ho
 import { CustomerMessages } from './host/messages.js';
 import { applyOperator } from './host/operator-events.js';
 import { StatusEvents } from './host/status-events.js';
+import { WebchatLive } from './host/webchat-live.js';
 
 /**
  * The actor host: applies inbound envelopes to conversation machines. Its parts, each in its
@@ -89,7 +90,7 @@ export class ConversationHost {
     this.#answers = new Answers(
       {
         sql: deps.sql, quickSql: deps.quickSql ?? deps.sql, logger: deps.logger, agent: deps.agent, commits: this.#commits, slots: this.#slots, credit: deps.credit,
-        evictIfIdle: (lane) => this.#lanes.evictIfIdle(lane), closed,
+        evictIfIdle: (lane) => this.#lanes.evictIfIdle(lane), closed, live: new WebchatLive(deps.nc, deps.names, deps.logger),
       },
       batch,
     );
@@ -108,8 +109,8 @@ export class ConversationHost {
   }
 
   /** Model calls in flight and waiting for a place now, and the most in flight at once so far. */
-  get modelCalls(): { running: number; waiting: number; peak: number } {
-    return { running: this.#slots.running, waiting: this.#slots.waiting, peak: this.#slots.peak };
+  get modelCalls(): { running: number; waiting: number; peak: number; companiesWaiting: number } {
+    return { running: this.#slots.running, waiting: this.#slots.waiting, peak: this.#slots.peak, companiesWaiting: this.#slots.companiesWaiting };
   }
 
   close(): void {

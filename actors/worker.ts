@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { jetstream } from '@nats-io/jetstream';
+import { Registry } from 'prom-client';
 import type { Config } from '../lib/config.js';
 import { openSqlPool, type Orm } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
@@ -15,6 +16,7 @@ import type { AgentRunner } from './agents/types.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
 import { OutboxDispatcher, type DispatcherOptions } from './dispatcher.js';
 import { ConversationHost, type HostOptions } from './host.js';
+import { registerWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { PartitionLeases, type LeaseOptions } from './partitions.js';
 
 export interface WorkerOptions {
@@ -39,6 +41,8 @@ export interface WorkerDeps {
   agent?: AgentRunner;
   /** Unique per process; default derived from host name, pid and randomness. */
   workerId?: string;
+  /** Where the worker's figures go (the process's registry, lib/runtime.ts); default: its own. */
+  registry?: Registry;
   options?: WorkerOptions;
   /** The clock of debounce deadlines and business hours (default Date.now; tests inject one). */
   now?: () => number;
@@ -52,6 +56,8 @@ export interface RunningWorker {
   activeConversations: () => number;
   /** Model calls in flight and waiting for a place, and the most in flight at once so far. */
   modelCalls: () => { running: number; waiting: number; peak: number };
+  /** The worker's figures (actors/metrics.ts). */
+  registry: Registry;
   /** Stops fetching, finishes (bounded) in-flight work, releases its leases. */
   close: () => Promise<void>;
 }
@@ -78,7 +84,10 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // nothing.
   const quick = openSqlPool({ url: config.databaseUrl, poolMax: 5, synchronousCommit: false });
   const credit = new CreditGate(quick);
-  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit }, options.agentRunner);
+  // Bound once the host exists (the figures read it); a call cannot settle before.
+  let metrics: WorkerMetrics | undefined;
+  const observeModelCall: WorkerMetrics['observeModelCall'] = (seconds, outcome) => metrics?.observeModelCall(seconds, outcome);
+  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall }, options.agentRunner);
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
@@ -125,6 +134,13 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     { replicas: config.natsReplicas, ...options.lease },
   );
+  const registry = deps.registry ?? new Registry();
+  metrics = registerWorkerMetrics(registry, {
+    jsm, names, sql, logger,
+    ownedPartitions: () => leases.owned(),
+    modelCalls: () => host.modelCalls,
+    conversationsInMemory: () => host.lanes,
+  });
   try {
     await leases.start();
   } catch (err) {
@@ -153,6 +169,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     ownedPartitions: () => leases.owned(),
     activeConversations: () => host.lanes,
     modelCalls: () => host.modelCalls,
+    registry,
     close: () =>
       (closing ??= (async () => {
         clearInterval(sweeper);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
+import type { Registry } from 'prom-client';
 import type { Config } from '../lib/config.js';
 import { openSqlPool, type Orm } from '../lib/db.js';
 import { VectorIndex } from '../lib/knowledge/vectors.js';
@@ -52,6 +53,8 @@ export interface GatewayDeps {
   knowledge?: IngestorOptions;
   /** How often the webhook activity counted in memory is written (tests shorten it). */
   webhookActivity?: WebhookActivityOptions;
+  /** The process's metrics registry (an all-in-one process shares it with its worker); default: the app's own. */
+  registry?: Registry;
 }
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
@@ -97,7 +100,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     app.use(prefix, router);
     routeDocs.add(prefix, docs);
   };
-  const metrics = createMetrics((method, path) => routes.match(method, path));
+  const metrics = createMetrics((method, path) => routes.match(method, path), deps.registry);
   app.use((req, res, next) => {
     req.requestId = randomUUID();
     res.setHeader('X-Request-Id', req.requestId);

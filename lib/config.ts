@@ -80,6 +80,12 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is open. */
   readonly metricsToken?: string;
+  /**
+   * A worker has no HTTP server of its own: with METRICS_PORT set, it answers GET /metrics
+   * there (same METRICS_TOKEN rule). Unset: no listener. The gateway and the all-in-one
+   * process answer /metrics on PORT (the all-in-one's holds the worker's figures too).
+   */
+  readonly metricsPort?: number;
   readonly rateLimits: {
     readonly loginPerEmail: RateLimitRule;
     readonly loginPerIp: RateLimitRule;
@@ -156,6 +162,7 @@ const envSchema = {
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000 },
     // A bearer token: long enough not to be guessed, no whitespace (it travels in a header).
     METRICS_TOKEN: { type: 'string', minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     WEBCHAT_MAX_SOCKETS: { type: 'integer', minimum: 1, maximum: 1_000_000 },
     WEBCHAT_MAX_SOCKETS_PER_IP: { type: 'integer', minimum: 1, maximum: 1_000_000 },
     WEBCHAT_MESSAGES_PER_MINUTE_PER_IP: { type: 'integer', minimum: 1, maximum: 1_000_000 },
@@ -296,6 +303,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     allowPrivateUrls: isOn(v.ALLOW_PRIVATE_URLS as string | undefined),
     shutdownTimeoutMs: (v.SHUTDOWN_TIMEOUT_MS as number | undefined) ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
     metricsToken: v.METRICS_TOKEN as string | undefined,
+    metricsPort: v.METRICS_PORT as number | undefined,
     rateLimits: Object.freeze({ ...DEFAULT_RATE_LIMITS, ...options.overrides?.rateLimits }),
     webchat: Object.freeze({
       maxSockets: (v.WEBCHAT_MAX_SOCKETS as number | undefined) ?? DEFAULT_WEBCHAT_MAX_SOCKETS,

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableError, type Orm } from './db.js';
 import { ConfigError } from './errors.js';
@@ -16,6 +17,8 @@ export interface Runtime {
   logger: Logger;
   orm: Orm;
   nc: NatsConnection;
+  /** The process's metrics (process figures collected); the roles add theirs. */
+  registry: Registry;
   /** Registers a step of the shutdown; steps run in reverse order of registration. */
   onShutdown: (step: () => Promise<void> | void) => void;
 }
@@ -134,5 +137,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
   process.on('uncaughtException', fatal('uncaught exception'));
   process.on('unhandledRejection', fatal('unhandled promise rejection'));
 
-  return { config, logger, orm, nc, onShutdown: (step) => steps.push(step) };
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return { config, logger, orm, nc, registry, onShutdown: (step) => steps.push(step) };
 }

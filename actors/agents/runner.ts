@@ -73,6 +73,8 @@ export interface AgentRunnerDeps {
   credit?: CreditAdmission;
   /** Chunk vectors held in memory (one per process). */
   vectors?: VectorIndex;
+  /** Told of every model call's duration and outcome (the worker's metrics). */
+  observeModelCall?: ModelCall['onSettled'];
 }
 
 interface AgentConfig {
@@ -92,7 +94,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   const now = options.now ?? Date.now;
   const answerDeps: AnswerDeps = { sql, vectors: deps.vectors ?? new VectorIndex(), secrets, urls: deps.config, logger };
   const modelDeps = { ...answerDeps, credit: deps.credit ?? directAdmission(sql) };
-  const modelOptions = { ...(deps.config.model ? { retryBudgetMs: deps.config.model.retryBudgetMs } : {}), ...options.model };
+  const modelOptions = { ...(deps.config.model ? { retryBudgetMs: deps.config.model.retryBudgetMs } : {}), ...options.model, onSettled: deps.observeModelCall };
   const cache = new Map<string, { config: AgentConfig | null; expires: number }>();
   const loading = new Map<string, Promise<AgentConfig | null>>();
 
@@ -149,6 +151,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       messageId: input.messageId,
       signal: input.signal,
       slot: input.slot,
+      onDelta: input.onDelta,
       passages,
       historyTokenBudget: historyBudget,
       model: modelOptions,

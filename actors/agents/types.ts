@@ -31,6 +31,12 @@ export interface AgentInputForRunner {
    * it back meanwhile (`slot.away`).
    */
   slot?: CallSlot;
+  /**
+   * Given for webchat conversations: a runner that calls a model streams its answer and hands
+   * each piece of text here as it arrives (the visitor sees it grow). A preview only: the
+   * answer is still the output, stored and sent whole.
+   */
+  onDelta?: (text: string) => void;
 }
 
 /**

@@ -13,6 +13,7 @@ import { agentOfIntegration, countAnswerAttempts, findConversation, findMessage,
 import type { TxPlan } from '../tx-plan.js';
 import type { Commits } from './commit.js';
 import type { ItemResult, Lane } from './lanes.js';
+import type { WebchatLive } from './webchat-live.js';
 
 /**
  * The agents' answers: how each is asked, and how it is committed.
@@ -46,6 +47,9 @@ import type { ItemResult, Lane } from './lanes.js';
  *   cancelled by a pending operator hold) releases it. An answer lost in a crash before its
  *   commit is never charged; its reservation is replaced when the message is asked again, or
  *   released when it expires.
+ * - Webchat: when such an answer starts, the visitor is told the agent is typing, and a model
+ *   answer is streamed to the visitor as it is written (`live`, actors/host/webchat-live.ts);
+ *   the reply itself is committed and sent whole, as any other.
  */
 export const MAX_ANSWER_ATTEMPTS = 3;
 /** An integration's agent is looked up at most this often (an edit takes effect within it). */
@@ -85,6 +89,8 @@ export interface AnswersDeps {
   credit?: { settled(companyIds: Iterable<number>): void };
   evictIfIdle: (lane: Lane) => void;
   closed: () => boolean;
+  /** Previews for webchat visitors (typing, the streamed text). */
+  live?: WebchatLive;
 }
 
 const CALL: AnswerPath = { kind: 'call', maxConcurrency: null };
@@ -191,6 +197,8 @@ export class Answers {
   async #answer(conv: ConversationRow, messageId: string, text: string, route: AnswerRoute, signal: AbortSignal): Promise<ItemResult> {
     let event: AnyEventObject;
     let slot: Slot | null = null;
+    const live = conv.channel === 'webchat' ? this.#deps.live : undefined;
+    live?.typing(conv);
     try {
       slot = await this.#deps.slots.acquire(
         {
@@ -211,7 +219,7 @@ export class Answers {
         event =
           attempt > MAX_ANSWER_ATTEMPTS
             ? handoffEvent(`no answer could be stored after ${MAX_ANSWER_ATTEMPTS} attempts`)
-            : await this.#ask(conv, messageId, text, route.agentId, signal, slot);
+            : await this.#ask(conv, messageId, text, route.agentId, { signal, slot, onDelta: live?.deltas(conv) });
       } catch (err) {
         // Not the model's failure (that is an answer): the answer could not be worked out now.
         this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent could not answer now; the message is redelivered');
@@ -235,10 +243,12 @@ export class Answers {
   }
 
   /** Asks the agent; its answer or its failure, as the machine's event. */
-  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, signal?: AbortSignal, slot?: Slot): Promise<AnyEventObject> {
+  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, how: { signal?: AbortSignal; slot?: Slot; onDelta?: (text: string) => void } = {}): Promise<AnyEventObject> {
+    const { signal } = how;
     try {
       const output = await this.#deps.agent.answer({
-        companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, firstMessage: conv.message_seq <= 1, ...(signal ? { signal } : {}), ...(slot ? { slot } : {}),
+        companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, firstMessage: conv.message_seq <= 1,
+        ...(signal ? { signal } : {}), ...(how.slot ? { slot: how.slot } : {}), ...(how.onDelta ? { onDelta: how.onDelta } : {}),
       });
       return { type: 'xstate.done.actor.agent', output };
     } catch (err) {

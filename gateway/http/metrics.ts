@@ -21,9 +21,10 @@ export interface Metrics {
  * the label set is bounded by the route table, whatever paths clients send (junk under an
  * authenticated router that answers 401 before any route runs included).
  */
-export function createMetrics(routeOf: RouteOf): Metrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+export function createMetrics(routeOf: RouteOf, shared?: Registry): Metrics {
+  // A process's registry (lib/runtime.ts) already collects the process figures.
+  const registry = shared ?? new Registry();
+  if (!shared) collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by method, route pattern and status',

@@ -1,21 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import { pingDatabase, type Orm } from '../../lib/db.js';
 import { withinDeadline } from '../../lib/deadline.js';
 import { AppError } from '../../lib/errors.js';
+import { metricsAccess } from '../../lib/metrics-access.js';
 import { pingNats, type NatsConnection } from '../../lib/nats.js';
 import { replicaReport, type StreamNames } from '../../lib/streams.js';
-import { bearerOf } from '../auth/authenticate.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { COUNT, nullable, object, STRING } from '../http/schemas.js';
-
-const digest = (value: string) => createHash('sha256').update(value).digest();
-
-/** Compares digests (equal lengths) in constant time: the answer's timing says nothing about the token. */
-function sameToken(given: string | null, expected: Buffer): boolean {
-  return given !== null && timingSafeEqual(digest(given), expected);
-}
 
 /**
  * `/healthz` and `/readyz` are open (load balancers, orchestrators). `/metrics` is open too
@@ -35,7 +27,7 @@ export interface HealthDeps {
 const REPLICA_REPORT_MS = 2000;
 
 export function healthRoutes(deps: HealthDeps): Router {
-  const metricsToken = deps.metricsToken === undefined ? null : digest(deps.metricsToken);
+  const mayReadMetrics = metricsAccess(deps.metricsToken);
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -61,7 +53,7 @@ export function healthRoutes(deps: HealthDeps): Router {
     res.status(503).json({ ok: false, checks, error: { code: 'NOT_READY', message: `${down} not reachable.` } });
   });
   router.get('/metrics', async (req, res) => {
-    if (metricsToken && !sameToken(bearerOf(req), metricsToken)) throw new AppError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
+    if (!mayReadMetrics(req.headers.authorization)) throw new AppError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
     res.setHeader('Content-Type', deps.registry.contentType);
     res.send(await deps.registry.metrics());
   });

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { InboundPublisher } from '../../lib/inbound.js';
 import type { StreamNames } from '../../lib/streams.js';
+import type { LivePush } from '../../lib/webchat-pushes.js';
 import { inSpan, SpanKind } from '../../lib/tracing.js';
 import type { ConversationStatus } from '../../schema/conversation.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
@@ -44,6 +45,14 @@ import type { VisitorTokens } from './visitor-token.js';
  * Messages are rate-limited per client address and per visitor (buckets shared by the
  * process's sockets): over a rate the visitor gets `error RATE_LIMITED` naming the
  * message, which is not published; the socket stays open.
+ *
+ * Previews (lib/webchat-pushes.ts) come on the same outbound subject and are forwarded, never
+ * stored: `typing` as `typing {role:"agent"}`, a streamed reply's pieces as `delta
+ * {conversationId, text}`. A socket forwards one stream at a time and only from its first
+ * piece, in order, without a gap: one that joined mid-stream, missed a piece, or still shows an
+ * earlier stream (an answer asked again after a crash) forwards nothing more of it, and the
+ * reply's `message` (from PostgreSQL, like any other) replaces what was shown. The visitor's
+ * own `typing` frames are accepted silently.
  */
 export interface ConnectionContext {
   orm: Orm;
@@ -106,6 +115,12 @@ export class VisitorConnection {
   #stallTimer: NodeJS.Timeout | null = null;
   #closed = false;
   #cleaned = false;
+  /** The streamed reply being forwarded (its next piece), until a reply or status frame ends it. */
+  #stream: { id: string; next: number } | null = null;
+  /** Agent / operator messages sent so far: a preview queued before one of them is stale. */
+  #repliesSent = 0;
+  /** Previews waiting in the frame chain (behind a session switch): later ones wait behind them. */
+  #liveQueued = 0;
   /** Heartbeat: set by every pong / frame, cleared by every ping. */
   alive = true;
 
@@ -182,6 +197,7 @@ export class VisitorConnection {
       throw err;
     }
     if (frame.type === 'ping') return this.#send({ type: 'pong' });
+    if (frame.type === 'typing') return;
     this.#enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : this.#message(frame as Extract<ClientFrame, { type: 'message' }>)));
   }
 
@@ -302,6 +318,7 @@ export class VisitorConnection {
     this.#conversationId = conversationId;
     this.#delivered = after;
     this.#stalled.clear();
+    this.#stream = null;
     this.#lastStatus = 'active';
     this.#convSub = this.#ctx.nc.subscribe(this.#ctx.names.conversationEvents(this.#companyId, conversationId), {
       callback: (err, msg) => {
@@ -335,6 +352,7 @@ export class VisitorConnection {
       return;
     }
     if (typeof push.conversationId !== 'number') return this.#schedulePump();
+    if (push.type === 'typing' || push.type === 'delta') return this.#onLive(push as LivePush);
     if (push.conversationId !== this.#conversationId) {
       this.#enqueue(() => this.#switchSession());
       return;
@@ -342,10 +360,39 @@ export class VisitorConnection {
     // A reply the pump skipped as stalled has gone out after all: show it now.
     if (push.type === 'message' && typeof push.seq === 'number' && this.#stalled.delete(push.seq)) {
       const role = push.role === 'operator' ? 'operator' : 'agent';
-      this.#send({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
+      this.#sendMessage({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
       return;
     }
     this.#schedulePump();
+  }
+
+  /**
+   * A preview. One of a session the socket does not follow yet (the worker just opened it)
+   * waits behind the switch in the frame chain, and so do the ones after it; it is dropped if a
+   * reply was sent meanwhile (it would show after its own reply).
+   */
+  #onLive(push: LivePush): void {
+    if (push.conversationId === this.#conversationId && this.#liveQueued === 0) return this.#forwardLive(push);
+    const replies = this.#repliesSent;
+    this.#liveQueued++;
+    this.#enqueue(async () => {
+      try {
+        if (push.conversationId !== this.#conversationId) await this.#switchSession();
+        if (this.#repliesSent === replies) this.#forwardLive(push);
+      } finally {
+        this.#liveQueued--;
+      }
+    });
+  }
+
+  #forwardLive(push: LivePush): void {
+    if (push.conversationId !== this.#conversationId) return;
+    if (push.type === 'typing') return this.#send({ type: 'typing', role: 'agent' });
+    if (typeof push.stream !== 'string' || typeof push.n !== 'number' || typeof push.text !== 'string') return;
+    if (push.n === 0 && this.#stream === null) this.#stream = { id: push.stream, next: 0 };
+    if (this.#stream?.id !== push.stream || this.#stream.next !== push.n) return;
+    this.#stream.next++;
+    this.#send({ type: 'delta', conversationId: push.conversationId, text: push.text });
   }
 
   #onNotice(data: Uint8Array, conversationId: number): void {
@@ -440,7 +487,7 @@ export class VisitorConnection {
         }
         if (verdict === 'stalled') this.#stalled.add(m.seq);
         else if (verdict === 'own') this.#ackPending(m.external_id!, m.seq, conversationId);
-        else if (verdict === 'send') this.#send({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
+        else if (verdict === 'send') this.#sendMessage({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
         this.#delivered = m.seq;
       }
       if (blockedAt || batch.length < PUMP_BATCH) break;
@@ -459,6 +506,8 @@ export class VisitorConnection {
     if (gen !== this.#bindGen || this.#closed || !status) return;
     if (status !== this.#lastStatus) {
       this.#lastStatus = status;
+      // A human took over or the session ended: a preview still shown is over.
+      this.#stream = null;
       this.#send({ type: 'status', status });
     }
   }
@@ -472,6 +521,15 @@ export class VisitorConnection {
   }
 
   // ---- frames out ----------------------------------------------------------------------
+
+  /** A stored message; an agent's or operator's ends the preview of the reply being written. */
+  #sendMessage(frame: Extract<ServerFrame, { type: 'message' }>): void {
+    if (frame.role !== 'customer') {
+      this.#repliesSent++;
+      this.#stream = null;
+    }
+    this.#send(frame);
+  }
 
   #send(frame: ServerFrame): void {
     if (this.#ws.readyState !== WebSocket.OPEN) return;

@@ -4,18 +4,23 @@ import { storable } from '../../lib/text.js';
  * The webchat socket's frames (contract.md § Webchat): JSON objects `{type, ...}`.
  *
  * Client → server: `hello {visitorToken?, lastSeq?, conversationId?}`, `message
- * {clientMessageId, text}`, `ping`. (`hello.conversationId`, optional, says which session
+ * {clientMessageId, text}`, `typing {role?: "customer"}` (the visitor is writing: accepted
+ * silently, never stored), `ping`. (`hello.conversationId`, optional, says which session
  * `lastSeq` counts in: when it is not the visitor's open session, everything of the open
  * session is replayed.)
  * Server → client: `welcome {visitorId, visitorToken, conversationId}` (`conversationId`
  * null while the visitor has no open session: the first message creates one, and a second
  * `welcome` announces it), `ack {clientMessageId, seq, conversationId}` (the session the
  * message was stored in), `message {seq, role, text, at}`, `status {status}`, `pong`,
- * `error {code, message}` (an error about one message frame also names its `clientMessageId`).
+ * `error {code, message}` (an error about one message frame also names its `clientMessageId`),
+ * `typing {role:"agent"}` (the agent started on an answer) and `delta {conversationId, text}`
+ * (the next piece of a model reply being written; the `message` that follows is the reply
+ * whole and replaces them; deltas are a preview, never stored or replayed).
  */
 export type ClientFrame =
   | { type: 'hello'; visitorToken: string | null; lastSeq: number; conversationId: number | null }
   | { type: 'message'; clientMessageId: string; text: string }
+  | { type: 'typing' }
   | { type: 'ping' };
 
 export type ServerFrame =
@@ -24,6 +29,8 @@ export type ServerFrame =
   | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string }
   | { type: 'status'; status: 'active' | 'paused' | 'closed' }
   | { type: 'pong' }
+  | { type: 'typing'; role: 'agent' }
+  | { type: 'delta'; conversationId: number; text: string }
   | { type: 'error'; code: WebchatErrorCode; message: string; clientMessageId?: string };
 
 export type WebchatErrorCode =
@@ -92,9 +99,13 @@ export function parseClientFrame(raw: string): ClientFrame {
       if (bad.length) throw new FrameError('VALIDATION_ERROR', `Invalid message: ${bad.join('; ')}.`, idOk ? id : undefined);
       return { type: 'message', clientMessageId: id as string, text: text as string };
     }
+    case 'typing':
+      // Only the visitor types on this side of the socket.
+      if (data.role !== undefined && data.role !== 'customer') throw new FrameError('VALIDATION_ERROR', 'Invalid typing: role must be "customer" when given.');
+      return { type: 'typing' };
     case 'ping':
       return { type: 'ping' };
     default:
-      throw new FrameError('UNKNOWN_TYPE', `Unknown frame type ${JSON.stringify(data.type.slice(0, 40))}; expected hello, message or ping.`);
+      throw new FrameError('UNKNOWN_TYPE', `Unknown frame type ${JSON.stringify(data.type.slice(0, 40))}; expected hello, message, typing or ping.`);
   }
 }

@@ -153,7 +153,9 @@ export interface ModelAnswerOptions {
   /** Knowledge passages put in the prompt (default 3). */
   passages?: number;
   historyTokenBudget?: number;
-  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs'>;
+  model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs' | 'onSettled'>;
+  /** Streams the model's answer: each piece of its text as it arrives (a preview for webchat; the output stays the whole answer). */
+  onDelta?: (text: string) => void;
 }
 
 export interface ModelAnswer {
@@ -245,7 +247,7 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   let result;
   try {
     result = await callChatModel({
-      baseUrl: agent.baseUrl, apiKey, model: agent.modelName, messages, signal: o.signal, slot, guard: guardForUrl(deps.urls, agent.baseUrl), ...o.model,
+      baseUrl: agent.baseUrl, apiKey, model: agent.modelName, messages, signal: o.signal, slot, guard: guardForUrl(deps.urls, agent.baseUrl), onDelta: o.onDelta, ...o.model,
     });
   } catch (err) {
     await release(deps, agent.companyId, reservation.reservationId);

@@ -3,7 +3,9 @@ import type { AddressGuard } from '../address-guard.js';
 import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
 import { storable } from '../text.js';
 import { inSpan, SpanKind, tracingEnabled } from '../tracing.js';
-import { MAX_MODEL_ANSWER_BYTES, modelServer } from './model-servers.js';
+import { MAX_MODEL_ANSWER_BYTES, modelServer, type ModelServer } from './model-servers.js';
+import { readChatStream } from './model-stream.js';
+import type { OutboundError } from '../outbound-http.js';
 import { estimateTokens, type ChatMessage } from './prompt.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
 
@@ -23,7 +25,12 @@ import { NO_SLOT, type CallSlot } from './slots.js';
  * - cancellation through `signal` (a human took the conversation over): the HTTP request is
  *   aborted and the call rejects at once with ModelCallCancelled, even while it waits;
  * - a bounded answer (MAX_MODEL_ANSWER_BYTES) and, for a tenant's own server, public
- *   addresses only (`guard`; lib/outbound-http.ts, lib/address-guard.ts).
+ *   addresses only (`guard`; lib/outbound-http.ts, lib/address-guard.ts);
+ * - with `onDelta` (webchat) the answer is streamed (`stream: true`, usage in its last chunk,
+ *   lib/agents/model-stream.ts) and its text handed over piece by piece as it arrives; the
+ *   same bounds apply to the whole stream, `timeoutMs` also to the silence between chunks.
+ *   Pieces are a preview: after an attempt that handed some over fails, the retries hand
+ *   over nothing (the stored reply is the whole answer, whichever attempt gave it).
  * Any other failure rejects with ModelCallFailed; its message names the status, never the
  * server's own text (it is shown to operators in the transition log).
  */
@@ -60,7 +67,13 @@ export interface ModelCall {
   guard?: AddressGuard | null;
   /** The call's place among the calls in flight, given back while it waits. */
   slot?: CallSlot;
+  /** Told how long the call took (retries and waits included) and how it ended: the worker's model-call histogram. */
+  onSettled?: (seconds: number, outcome: ModelCallOutcome) => void;
+  /** Streams the answer: each piece of its text, as it arrives (see above). */
+  onDelta?: (text: string) => void;
 }
+
+export type ModelCallOutcome = 'reply' | 'handoff' | 'close' | 'failed' | 'cancelled';
 
 export interface ModelResult {
   /** `close`: the model called close_conversation (`text` is its last words, if any). */
@@ -209,13 +222,28 @@ function verdictOf(err: unknown): Verdict {
 
 /** One model answer (retries, pacing and all) as one span of the conversation's trace. */
 export function callChatModel(call: ModelCall): Promise<ModelResult> {
-  if (!tracingEnabled()) return askModel(call);
+  if (!tracingEnabled()) return timedAsk(call);
   const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': call.model, 'server.address': hostOf(call.baseUrl) };
   return inSpan('model call', { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const result = await askModel(call);
+    const result = await timedAsk(call);
     span?.setAttributes({ 'gen_ai.response.model': result.model, 'gen_ai.usage.input_tokens': result.inputTokens, 'gen_ai.usage.output_tokens': result.outputTokens, 'mas.answer_kind': result.kind });
     return result;
   });
+}
+
+async function timedAsk(call: ModelCall): Promise<ModelResult> {
+  const settled = call.onSettled;
+  if (!settled) return askModel(call);
+  const start = performance.now();
+  const took = () => (performance.now() - start) / 1000;
+  try {
+    const result = await askModel(call);
+    settled(took(), result.kind);
+    return result;
+  } catch (err) {
+    settled(took(), err instanceof ModelCallCancelled ? 'cancelled' : 'failed');
+    throw err;
+  }
 }
 
 const hostOf = (url: string): string => {
@@ -243,6 +271,14 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   /** The call met a slowed-down server: its deadline is the retry budget. */
   let slowed = false;
   let completion: OpenAI.Chat.Completions.ChatCompletion;
+  let handedOver = false;
+  let previewing = true;
+  const onDelta = call.onDelta;
+  const preview = (text: string) => {
+    if (!previewing || !onDelta) return;
+    handedOver = true;
+    onDelta(text);
+  };
   const stopped = (err: unknown): Error => {
     if (call.signal?.aborted) return new ModelCallCancelled();
     if (deadline.passed) {
@@ -264,13 +300,14 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
         }
       }
       try {
-        const request = server.client.chat.completions.create(body, { signal, timeout: attemptMs, maxRetries: 0 });
+        const request = onDelta ? streamedAttempt(server, body, signal, attemptMs, preview) : server.client.chat.completions.create(body, { signal, timeout: attemptMs, maxRetries: 0 });
         // Keep a rejection that loses the race from surfacing as unhandled.
         request.catch(() => {});
         completion = await untilAborted(request, signal);
         server.leave('ok');
         break;
       } catch (err) {
+        if (handedOver) previewing = false;
         const verdict = call.signal?.aborted || deadline.passed ? ({ kind: 'fail' } as const) : verdictOf(err);
         if (verdict.kind === 'slow_down') {
           const wait = verdict.waitMs ?? backoff(slowDowns, SLOW_DOWN_BACKOFF_MS);
@@ -326,6 +363,29 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   if (!text && leadStage) return { kind: 'reply', text: '', ...extras, ...base };
   if (!text) return { kind: 'handoff', text: null, handoffReason: 'empty answer', ...base };
   return { kind: 'reply', text, ...extras, ...base };
+}
+
+/** One streamed attempt: the completion read back from its chunks (model-stream.ts). */
+async function streamedAttempt(server: ModelServer, body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming, signal: AbortSignal, attemptMs: number, onDelta: (text: string) => void): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+  const attempt = new AbortController();
+  let stalled: OutboundError | null = null;
+  try {
+    const stream = await server.client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal: AbortSignal.any([signal, attempt.signal]), timeout: attemptMs, maxRetries: 0 },
+    );
+    const stall = (err: OutboundError) => {
+      stalled = err;
+      attempt.abort(err);
+    };
+    const completion = await readChatStream(stream, { onDelta, maxChars: MAX_MODEL_ANSWER_BYTES, idleMs: attemptMs, stall });
+    // The package ends an aborted stream quietly, as if the answer were complete.
+    if (stalled) throw stalled;
+    signal.throwIfAborted();
+    return completion;
+  } catch (err) {
+    throw stalled ?? err;
+  }
 }
 
 function isTokenCount(n: unknown): n is number {

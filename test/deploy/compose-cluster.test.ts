@@ -16,7 +16,7 @@ interface Service {
   environment?: Record<string, string>;
   volumes?: string[];
 }
-const compose = parse(readFileSync(fileURLToPath(new URL('../../docker-compose.yml', import.meta.url)), 'utf8')) as { services: Record<string, Service> };
+const compose = parse(readFileSync(fileURLToPath(new URL('../../docker-compose.yml', import.meta.url)), 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const inCluster = Object.entries(compose.services).filter(([, s]) => s.profiles?.includes('cluster'));
 const byRole = (pattern: RegExp) => inCluster.filter(([, s]) => pattern.test((s.command ?? []).join(' ')));
 

@@ -42,7 +42,7 @@ t.test('Dockerfile: multi-stage, production dependencies, non-root, health check
 });
 
 t.test('docker compose up: a gateway and a worker from the image, PostgreSQL and NATS', async (t) => {
-  const compose = parse(file('docker-compose.yml')) as { services: Record<string, { build?: unknown; image?: string; command?: string[]; profiles?: string[] }> };
+  const compose = parse(file('docker-compose.yml'), { merge: true }) as { services: Record<string, { build?: unknown; image?: string; command?: string[]; profiles?: string[] }> };
   const always = Object.entries(compose.services).filter(([, s]) => !s.profiles);
   const ours = always.filter(([, s]) => s.build !== undefined || s.image === 'mas:latest');
   t.same(ours.map(([n]) => n).sort(), ['gateway', 'worker'], 'a gateway and a worker');
@@ -50,4 +50,10 @@ t.test('docker compose up: a gateway and a worker from the image, PostgreSQL and
   t.match(compose.services.worker!.command!.join(' '), /actors\/main\.ts/);
   for (const [name, s] of Object.entries(compose.services)) t.notMatch((s.command ?? []).join(' '), /npm (ci|install)/, `${name}: nothing installed at start`);
   t.ok(always.some(([n]) => n === 'postgres') && always.some(([n]) => n === 'nats'), 'PostgreSQL and NATS');
+  const workers = Object.entries(compose.services).filter(([, s]) => (s.command ?? []).join(' ').includes('actors/main.ts'));
+  for (const [name, s] of workers) {
+    const env = (s as { environment?: Record<string, string> }).environment ?? {};
+    t.match(env.METRICS_PORT, /^\d+$/, `${name}: serves its figures on METRICS_PORT`);
+    t.equal(env.METRICS_TOKEN, compose.services.gateway && (compose.services.gateway as { environment?: Record<string, string> }).environment?.METRICS_TOKEN, `${name}: the same METRICS_TOKEN as the gateway`);
+  }
 });

@@ -92,6 +92,12 @@ t.test('METRICS_TOKEN: optional, validated when set', async (t) => {
   }
 });
 
+t.test('METRICS_PORT: unset means no worker listener; a port when set', async (t) => {
+  t.equal(loadConfig(production).metricsPort, undefined);
+  t.equal(loadConfig({ ...production, METRICS_PORT: '9464' }).metricsPort, 9464);
+  for (const bad of ['http', '70000', '-1']) t.throws(() => loadConfig({ ...production, METRICS_PORT: bad }), /^METRICS_PORT: /, `METRICS_PORT=${bad} refused`);
+});
+
 t.test('ALLOW_PRIVATE_URLS off unless said; SHUTDOWN_TIMEOUT_MS with a default', async (t) => {
   t.equal(loadConfig(production).allowPrivateUrls, false);
   t.equal(loadConfig({}).allowPrivateUrls, false, 'off in development too');

@@ -9,6 +9,14 @@ import { listenLocal, readBody } from './local-server.js';
  * `respond` returns for that request: an answer after `delayMs`, or an error status, e.g.
  * `{ status: 429, retryAfter: 1 }` (a rate limit with `Retry-After: 1`) or
  * `{ status: 503, retryAfter: 2 }`, or `{ status: 429, errorCode: 'insufficient_quota' }`.
+ *
+ * A request with `stream: true` is answered as OpenAI streams: Server-Sent Events of
+ * `chat.completion.chunk`s (`data: {...}`, then `data: [DONE]`), the content in pieces
+ * (`chunks`, default: the content cut into STREAM_PIECES), tool calls in pieces by index, usage
+ * in a last chunk with empty `choices` when `stream_options.include_usage` asks for it; the
+ * first piece after `delayMs`, the next ones `chunkDelayMs` apart (default 100 ms: about a
+ * second for a whole answer, a model's pace). `stallAfter` pieces, the stream goes silent for
+ * `stallMs`; `padding` bytes of SSE comments go out with each piece (an oversized stream).
  */
 export interface ModelRequest {
   path: string;
@@ -23,6 +31,8 @@ export interface ModelRequest {
   answeredAt: number | null;
   /** The status answered (200 for a completion). */
   status: number | null;
+  /** The answer was streamed (the request asked `stream: true`). */
+  streamed: boolean;
   /** Requests of the same API key already in flight when this one arrived. */
   inflightOfKeyAtArrival: number;
 }
@@ -41,6 +51,28 @@ export interface ModelAnswer {
   errorCode?: string;
   /** The model name the server reports (default: the requested one). */
   model?: string;
+  /** Streamed: the content's pieces (default: cut into STREAM_PIECES). */
+  chunks?: string[];
+  /** Streamed: the pause between two pieces. */
+  chunkDelayMs?: number;
+  /** Streamed: after this many pieces the stream is silent for `stallMs`. */
+  stallAfter?: number;
+  stallMs?: number;
+  /** Streamed: bytes of SSE comment sent with every piece. */
+  padding?: number;
+}
+
+/** Pieces a streamed answer's content is cut into by default. */
+export const STREAM_PIECES = 10;
+export const DEFAULT_CHUNK_DELAY_MS = 100;
+
+/** `text` cut into about `n` pieces at word boundaries (their concatenation is `text`). */
+export function pieces(text: string, n = STREAM_PIECES): string[] {
+  const words = text.match(/\S+\s*/g) ?? [text];
+  const per = Math.max(1, Math.ceil(words.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < words.length; i += per) out.push(words.slice(i, i + per).join(''));
+  return out;
 }
 
 export interface OpenAiStub {
@@ -77,7 +109,7 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
     const body = await readBody(req);
     const key = keyOf(req.headers);
     const rec: ModelRequest = {
-      path: new URL(req.url ?? '/', 'http://stub').pathname, headers: req.headers, body, at: Date.now(), aborted: false, answered: false, answeredAt: null, status: null,
+      path: new URL(req.url ?? '/', 'http://stub').pathname, headers: req.headers, body, at: Date.now(), aborted: false, answered: false, answeredAt: null, status: null, streamed: false,
       inflightOfKeyAtArrival: inflight.get(key) ?? 0,
     };
     requests.push(rec);
@@ -104,8 +136,11 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
     done();
     rec.status = status;
     rec.answeredAt = Date.now();
-    res.writeHead(status, { 'content-type': 'application/json', ...(a.retryAfter !== undefined ? { 'retry-after': String(a.retryAfter) } : {}), ...a.headers });
-    if (status !== 200) {
+    res.writeHead(status, { 'content-type': status === 200 && body?.stream === true ? 'text/event-stream' : 'application/json', ...(a.retryAfter !== undefined ? { 'retry-after': String(a.retryAfter) } : {}), ...a.headers });
+    if (status === 200 && body?.stream === true) {
+      rec.streamed = true;
+      await streamAnswer(res, a, body, `chatcmpl-${nextId++}`);
+    } else if (status !== 200) {
       res.end(JSON.stringify({ error: { message: `stub error ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error', code: a.errorCode ?? null } }));
     } else {
       const toolCalls = a.toolCalls?.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments ?? '{}' } }));
@@ -149,4 +184,30 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
     },
     close,
   };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One answer as OpenAI streams it (see the module comment); stops early when the client goes away. */
+async function streamAnswer(res: import('node:http').ServerResponse, a: ModelAnswer, body: any, id: string): Promise<void> {
+  const base = { id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: a.model ?? body?.model ?? 'unknown' };
+  const events: object[] = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }];
+  const content = a.content ?? '';
+  for (const piece of a.chunks ?? (content ? pieces(content) : [])) events.push({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+  for (const [index, call] of (a.toolCalls ?? []).entries()) {
+    events.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: `call_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }, finish_reason: null }] });
+    for (const part of pieces(call.arguments ?? '{}', 3)) events.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: part } }] }, finish_reason: null }] });
+  }
+  events.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: a.toolCalls?.length ? 'tool_calls' : 'stop' }] });
+  const usage = a.usage === null ? null : (a.usage ?? DEFAULT_USAGE);
+  if (body?.stream_options?.include_usage && usage) events.push({ ...base, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
+  const padding = a.padding ? `: ${'x'.repeat(a.padding)}\n\n` : '';
+  for (const [n, event] of events.entries()) {
+    if (res.destroyed) return;
+    if (n > 1) await sleep(a.chunkDelayMs ?? DEFAULT_CHUNK_DELAY_MS);
+    if (a.stallAfter !== undefined && n === a.stallAfter + 1) await sleep(a.stallMs ?? 0);
+    if (res.destroyed) return;
+    res.write(`${padding}data: ${JSON.stringify(event)}\n\n`);
+  }
+  res.end('data: [DONE]\n\n');
 }

@@ -56,13 +56,17 @@ export class ChatClient {
     this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
   }
 
-  /** The next unread frame (optionally the next one of a type, skipping others), or throws after timeoutMs. */
+  /**
+   * The next unread frame (optionally the next one of a type, skipping others), or throws after
+   * timeoutMs. Without a type, `typing` frames are skipped: one precedes every answer the agent
+   * works on outside the message's transaction (the stream tests read them by type).
+   */
   async next(type?: string, timeoutMs = 8000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.frames.length) {
         const f = this.frames[this.#cursor++]!;
-        if (!type || f.type === type) return f;
+        if (type ? f.type === type : f.type !== 'typing') return f;
       }
       const left = deadline - Date.now();
       if (left <= 0 || this.ws.readyState === WebSocket.CLOSED) throw new Error(`no ${type ?? ''} frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames)}`);

@@ -1,18 +1,12 @@
 // GET /api/docs in headless Chromium: Swagger UI, served by the gateway from the swagger-ui-dist
 // package, renders the service's own document under the page's CSP, and nothing is requested
 // from any other host.
-import { chromium, type Browser } from 'playwright-core';
 import t from 'tap';
+import { launchBrowser } from '../support/browser.js';
 import { startTestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const svc = await startTestService(t, 'web_api_docs');
-
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-});
-t.teardown(() => browser.close());
+const browser = await launchBrowser(t);
 
 t.test('the docs page renders every operation, from local files only', async (t) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

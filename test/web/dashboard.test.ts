@@ -2,12 +2,12 @@
 // real service: signed up, logged in and used like a person would, by labels and roles.
 import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { DASHBOARD_CSP } from '../../gateway/routes/dashboard.js';
+import { launchBrowser } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService, uniqueEmail } from '../support/service.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory (e.g. /tmp/dashboard-shots) to save screenshots into
 if (SHOTS) mkdirSync(SHOTS, { recursive: true });
 
@@ -24,11 +24,7 @@ const svc = await startTestService(t, 'dashboard', {
 });
 const { api } = svc;
 
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-});
-t.teardown(() => browser.close());
+const browser = await launchBrowser(t);
 
 interface Browsing {
   page: Page;

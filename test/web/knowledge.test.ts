@@ -1,13 +1,12 @@
 // The knowledge page (upload by drag and drop and by file, a page by URL, status and progress,
 // chunk preview) and the "Test agent" page, in Chromium against the real service.
 import { createServer } from 'node:http';
-import t, { type Test } from 'tap';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import t from 'tap';
+import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
 import { listenLocal } from '../support/local-server.js';
 import { makePdf } from '../support/pdf.js';
-import { startTestService, uniqueEmail } from '../support/service.js';
+import { startTestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const svc = await startTestService(t, 'web_knowledge');
 const { api } = svc;
 
@@ -18,42 +17,12 @@ const site = createServer((_req, res) => {
 });
 const { url: siteUrl } = await listenLocal(site, t);
 
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-});
-t.teardown(() => browser.close());
-
-async function loggedIn(t: Test): Promise<{ page: Page; problems: string[]; token: string }> {
-  const email = uniqueEmail('web-kb');
-  const password = 'correct horse battery';
-  t.equal((await api('POST', '/api/auth/register', { body: { email, password, companyName: 'Kettle Co' } })).status, 201);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
-  await page.goto(svc.url + '/');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('navigation', { name: 'Main' }).waitFor();
-  const token = (await api('POST', '/api/auth/login', { body: { email, password } })).body.session.access_token as string;
-  return { page, problems, token };
-}
-
-const go = async (page: Page, link: string) => {
-  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
-  await page.getByRole('heading', { level: 1, name: link }).waitFor();
-};
+const browser = await launchBrowser(t);
 
 t.test('knowledge: drop and choose files, a page, status and progress, chunks; then test the agent', async (t) => {
-  const { page, problems, token } = await loggedIn(t);
-  await go(page, 'Knowledge');
+  const { page, problems, token } = await signedInPage(t, browser, svc, 'Kettle Co');
+  page.setDefaultTimeout(15_000);
+  await goTo(page, 'Knowledge');
   await page.getByLabel('Name', { exact: true }).fill('Kettle help');
   await page.getByLabel('Language').selectOption('english');
   await page.getByRole('button', { name: 'Create knowledge base' }).click();
@@ -111,7 +80,7 @@ t.test('knowledge: drop and choose files, a page, status and progress, chunks; t
   // Test agent.
   const kb = (await api('GET', '/api/knowledge-bases', { token })).body.knowledgeBases[0];
   t.equal((await api('POST', '/api/agents', { token, body: { name: 'Kettle bot', knowledgeBaseId: kb.id } })).status, 201);
-  await go(page, 'Test agent');
+  await goTo(page, 'Test agent');
   await page.getByLabel('Agent').selectOption({ label: 'Kettle bot' });
   await page.getByLabel('Question 1').fill('How long is the warranty?');
   await page.getByLabel('Expected phrases 1').fill('two years');

@@ -1,8 +1,7 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
+import { startSite } from '../support/site.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, startWebchatGateway } from '../support/webchat.js';
@@ -16,21 +15,7 @@ const user = await signUp(svc.api, 'Shop Co');
 
 // The customer's site: a page that embeds the script.
 let integrationId = 0;
-const site = createServer((req, res) => {
-  if (req.url === '/' || req.url?.startsWith('/?')) {
-    // ?gw=<base URL> embeds the script of another gateway process.
-    const gw = new URL(req.url, 'http://site').searchParams.get('gw') ?? svc.url;
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head>
-<body style="font-family:sans-serif;background:#fafafa"><h1>Our shop</h1><p>Questions? Use the chat.</p>
-<script src="${gw}/widget.js" data-integration-id="${integrationId}" async></script></body></html>`);
-    return;
-  }
-  res.writeHead(404).end();
-});
-await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-t.teardown(() => new Promise<void>((resolve) => site.close(() => resolve())));
-const siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+const siteUrl = await startSite(t, svc.url, () => integrationId);
 integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl] })).id;
 
 const browser = await chromium.launch({

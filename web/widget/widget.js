@@ -8,6 +8,11 @@
  * so a reload resumes the same visitor and shows the session's history. Reconnects with
  * exponential backoff and resumes from the last seq seen. Text only: every piece of data
  * is put in the page with textContent, never as HTML.
+ *
+ * A reply being written shows as it grows: `typing {role:"agent"}` shows "Assistant is
+ * typing…", `delta` frames add their text to a bubble of their own, which the reply's
+ * `message` (the whole, stored text) replaces. While the visitor writes, a `typing` frame goes
+ * out at most every few seconds.
  */
 (function () {
   'use strict';
@@ -60,6 +65,10 @@
     timer: null,
     open: false,
     started: false,
+    // The bubble of a reply being written (delta frames): {el, text}; replaced by the reply's message.
+    draft: null,
+    typingTimer: null,
+    typingSentAt: 0,
   };
 
   // ---- DOM ------------------------------------------------------------------------------
@@ -87,6 +96,8 @@
     '.msg.sending{opacity:.6}',
     '.msg.failed{outline:2px solid #c62828}',
     '.divider{align-self:center;font-size:11px;color:#777}',
+    '.typing{padding:0 14px 6px;font-size:12px;color:#555;font-style:italic}',
+    '.typing[hidden]{display:none}',
     '.form{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e6eb}',
     '.input{flex:1;resize:none;border:1px solid #c5cad3;border-radius:8px;padding:8px;min-height:38px;max-height:96px;color:#1c1c1c;background:#fff}',
     '.send{border:0;border-radius:8px;padding:0 14px;background:#1f5fd6;color:#fff;font-weight:600;cursor:pointer}',
@@ -127,6 +138,8 @@
   log.setAttribute('role', 'log');
   log.setAttribute('aria-live', 'polite');
   log.setAttribute('aria-label', 'Conversation');
+  var typingLine = el('div', 'typing', 'Assistant is typing\u2026');
+  typingLine.hidden = true;
   var form = el('form', 'form');
   var inputId = 'mas-webchat-input-' + integrationId;
   var label = el('label', 'sr', 'Message');
@@ -144,6 +157,7 @@
   panel.appendChild(head);
   panel.appendChild(statusLine);
   panel.appendChild(log);
+  panel.appendChild(typingLine);
   panel.appendChild(form);
   root.appendChild(launcher);
   root.appendChild(panel);
@@ -154,6 +168,10 @@
   if (document.body) mount();
   else document.addEventListener('DOMContentLoaded', mount);
 
+  // The agent's typing indicator goes away by itself if no text follows (a lost frame, a slow model).
+  var TYPING_SHOWN_MS = 15000;
+  // The visitor's typing frames: at most one every 3 s.
+  var TYPING_EVERY_MS = 3000;
   // A message refused for its rate goes again after 3-6 s (a visitor's rate refills a message every 3 s by default).
   var RATE_LIMITED_RETRY_MS = 3000;
   var ROLE_NAMES = { customer: 'You', agent: 'Assistant', operator: 'Operator' };
@@ -191,6 +209,37 @@
       }
     }
     log.appendChild(li);
+  }
+
+  function showTyping() {
+    typingLine.hidden = false;
+    clearTimeout(state.typingTimer);
+    state.typingTimer = setTimeout(hideTyping, TYPING_SHOWN_MS);
+  }
+
+  function hideTyping() {
+    typingLine.hidden = true;
+    clearTimeout(state.typingTimer);
+  }
+
+  /** Adds a piece of the reply being written to its bubble (after the stored messages, before unsent ones). */
+  function growDraft(text) {
+    if (!state.draft) {
+      var li = bubble('agent', '');
+      li.classList.add('streaming');
+      li.setAttribute('aria-busy', 'true');
+      log.insertBefore(li, log.querySelector('.sending'));
+      state.draft = { el: li, text: li.lastChild };
+    }
+    state.draft.text.appendData(text);
+    hideTyping();
+    scrollDown();
+  }
+
+  /** The reply being written is over (its message came, a human took over, the socket changed). */
+  function dropDraft() {
+    if (state.draft && state.draft.el.parentNode) state.draft.el.parentNode.removeChild(state.draft.el);
+    state.draft = null;
   }
 
   function clearHistory() {
@@ -297,6 +346,11 @@
         // opens one, announced by a second welcome on the same socket).
         var conversationId = typeof f.conversationId === 'number' ? f.conversationId : null;
         var firstOnSocket = !state.welcomed;
+        // A new socket does not carry on a reply being written: its message comes whole.
+        if (firstOnSocket || conversationId !== state.conversationId) {
+          dropDraft();
+          hideTyping();
+        }
         if (conversationId !== state.conversationId) changeSession(conversationId);
         state.visitorToken = f.visitorToken;
         state.conversationId = conversationId;
@@ -312,6 +366,10 @@
       case 'message':
         if (typeof f.seq !== 'number' || state.seen[f.seq]) return;
         state.seen[f.seq] = true;
+        if (f.role !== 'customer') {
+          dropDraft();
+          hideTyping();
+        }
         if (f.seq > state.lastSeq) state.lastSeq = f.seq;
         insert(bubble(f.role, String(f.text)), f.seq);
         scrollDown();
@@ -339,6 +397,14 @@
         break;
       case 'status':
         setStatus(STATUS_TEXT[f.status] || '');
+        dropDraft();
+        hideTyping();
+        break;
+      case 'typing':
+        if (f.role === 'agent') showTyping();
+        break;
+      case 'delta':
+        if (f.conversationId === state.conversationId && typeof f.text === 'string') growDraft(f.text);
         break;
       case 'error':
         if (f.code === 'INVALID_TOKEN') {
@@ -408,6 +474,12 @@
       e.preventDefault();
       form.requestSubmit ? form.requestSubmit() : form.dispatchEvent(new Event('submit', { cancelable: true }));
     }
+  });
+  input.addEventListener('input', function () {
+    var now = Date.now();
+    if (!state.welcomed || !input.value.trim() || now - state.typingSentAt < TYPING_EVERY_MS) return;
+    state.typingSentAt = now;
+    send({ type: 'typing', role: 'customer' });
   });
   form.addEventListener('submit', function (e) {
     e.preventDefault();
