@@ -49,7 +49,7 @@ t.test('debounce: three messages inside the window get one answer, to all three'
   t.equal(llm.lastUserText(asked[0]!), texts.join('\n'));
   const added = asked[0]!.at - lastSent - DEBOUNCE;
   t.ok(added >= 0, 'not asked before the window ended');
-  t.ok(added < 500, `the model is asked right when the window ends (${added} ms late)`);
+  t.ok(added < 1000, `the model is asked right when the window ends (${added} ms late)`);
   t.comment(`debounce latency added (model asked − last message − debounceMs): ${added} ms; reply ${helpdesk.requests.find((r) => r.method === 'POST' && r.body?.client_id === 'dana')!.at - lastSent} ms after the last message`);
 
   // Without debounce, each message is answered by itself.
