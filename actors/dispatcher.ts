@@ -37,7 +37,13 @@ import type { MessageRow, OutboxSend } from './store.js';
  * out one at a time, in order (a row is claimable only when no earlier row of its
  * conversation is pending or sending). Right before sending an agent reply the conversation
  * is checked again: paused, closed or with a pending operator hold, the reply is cancelled;
- * a handoff notice of a closed conversation is cancelled too. Other failures: 429 and sends
+ * a handoff notice of a closed conversation is cancelled too; the agent's last words as it
+ * closes the conversation (`closing_reply`) only by an operator's hold. A `helpdesk_transfer`
+ * row is the Chat2Desk `transfer_to_group` call of a handed-off dialog (keyed to the
+ * customer's message), sent like a reply, once; it is not reconciled (a transfer leaves no
+ * message in the history): one whose outcome is unknown is made again, which moves a dialog
+ * already in the group nowhere. It is cancelled when the conversation is no longer paused.
+ * Other failures: 429 and sends
  * that cannot have arrived are retried with backoff (or after the helpdesk's `Retry-After`)
  * up to `maxAttempts`; any other 4xx, and a `{"status":"error"}` answer (HTTP 200 included:
  * Chat2Desk refused it, nothing was delivered), is failed at once. Webchat replies are marked sent first, then pushed to the gateway holding
@@ -128,7 +134,8 @@ returning o.id, o.company_id, o.conversation_id, o.message_id, o.kind, o.attempt
   o.reconcile_attempts, (o.sending_at < now()) as uncertain, o.last_error,
   exists (select 1 from outbox l where l.conversation_id = o.conversation_id and l.id > o.id and l.status in ('pending', 'sending')) as has_next,
   c.status as conversation_status, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id,
-  i.api_url, i.api_token_sealed, m.seq, m.role, m.text, m.created_at`;
+  i.api_url, i.api_token_sealed, i.handoff_group_id, m.seq, m.role, m.text, m.created_at,
+  (select r.external_id from conversation_messages r where r.id = m.reply_to_id) as reply_to_external_id`;
 
 // The outbox row and its message in one statement (a data-modifying CTE always runs); only
 // rows still sending under the finishing sender's epoch change (fencing).
@@ -349,7 +356,7 @@ export class OutboxDispatcher {
       if (row.channel === 'webchat') return await this.#deliverWebchat(row);
       if (!row.api_url || !row.api_token_sealed) return await this.#finish(row, 'failed', { error: 'the integration has no apiUrl / apiToken' });
       const client = this.#clientFor(row.api_url, row.api_token_sealed);
-      if (row.uncertain) {
+      if (row.uncertain && row.kind !== 'helpdesk_transfer') {
         const verdict = await this.#reconcile(row, client);
         if (verdict.kind === 'delivered') return await this.#finish(row, 'sent', { externalId: verdict.externalId });
         if (verdict.kind === 'unreadable') {
@@ -375,24 +382,12 @@ export class OutboxDispatcher {
         this.#deps.logger.warn({ outboxId: row.id, partition: row.partition }, 'outbox: lease lost before sending; left to the partition\'s owner');
         return;
       }
+      if (row.kind === 'helpdesk_transfer') return await this.#transfer(row, client);
       let res;
       try {
         res = await client.sendMessage({ client_id: row.client_id, text: row.text, transport: row.transport, channel_id: row.channel_id, type: 'to_client', external_id: row.id });
       } catch (err) {
-        const e = err instanceof HelpdeskError ? err : new HelpdeskError(`helpdesk POST /v1/messages: ${(err as Error).message}`, null, null, { cause: err });
-        // It may have arrived: reconciled before anything is sent again (reconciliation also ends it past maxAttempts).
-        // The helpdesk's Retry-After (a 429, a 503) sets when the row is tried again.
-        const delayMs = e.retryAfterMs ?? undefined;
-        if (e.maybeDelivered) {
-          this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message }, 'outbox: send outcome unknown; reconciling before any resend');
-          return await this.#retryLater(row, e.message, { uncertain: true, delayMs });
-        }
-        if (e.retryable && row.attempts < this.#o.maxAttempts) {
-          this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message, retryAfterMs: e.retryAfterMs }, 'outbox: send failed; will retry');
-          return await this.#retryLater(row, e.message, { uncertain: false, delayMs });
-        }
-        this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message }, 'outbox: send failed permanently');
-        return await this.#finish(row, 'failed', { error: e.message });
+        return await this.#sendFailed(row, err, 'POST /v1/messages');
       }
       const externalId = res?.data?.message_id;
       return await this.#finish(row, 'sent', { externalId: externalId === undefined || externalId === null ? null : String(externalId) });
@@ -401,12 +396,44 @@ export class OutboxDispatcher {
     }
   }
 
+  /** A send that failed: retried, reconciled first when it may have arrived, or failed for good. */
+  async #sendFailed(row: OutboxSend, err: unknown, what: string): Promise<void> {
+    const e = err instanceof HelpdeskError ? err : new HelpdeskError(`helpdesk ${what}: ${(err as Error).message}`, null, null, { cause: err });
+    // It may have arrived: reconciled before anything is sent again (reconciliation also ends it past maxAttempts).
+    // The helpdesk's Retry-After (a 429, a 503) sets when the row is tried again.
+    const delayMs = e.retryAfterMs ?? undefined;
+    if (e.maybeDelivered) {
+      this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message }, 'outbox: send outcome unknown; reconciling before any resend');
+      return this.#retryLater(row, e.message, { uncertain: true, delayMs });
+    }
+    if (e.retryable && row.attempts < this.#o.maxAttempts) {
+      this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message, retryAfterMs: e.retryAfterMs }, 'outbox: send failed; will retry');
+      return this.#retryLater(row, e.message, { uncertain: false, delayMs });
+    }
+    this.#deps.logger.warn({ outboxId: row.id, attempt: row.attempts, err: e.message }, 'outbox: send failed permanently');
+    return this.#finish(row, 'failed', { error: e.message });
+  }
+
+  /** A handed-off dialog transferred to the integration's operator group (Chat2Desk transfer_to_group). */
+  async #transfer(row: OutboxSend, client: HelpdeskClient): Promise<void> {
+    if (!row.handoff_group_id) return this.#finish(row, 'cancelled', { error: 'not sent: the integration has no handoffGroupId any more' });
+    if (!row.reply_to_external_id) return this.#finish(row, 'failed', { error: 'the customer message has no helpdesk message id to transfer by' });
+    try {
+      await client.transferToGroup(row.reply_to_external_id, row.handoff_group_id);
+    } catch (err) {
+      return this.#sendFailed(row, err, 'GET /v1/messages/…/transfer_to_group');
+    }
+    return this.#finish(row, 'sent');
+  }
+
   /** Why this row must not be sent any more, if it must not. */
   #cancelReason(row: OutboxSend): string | null {
     if (row.kind === 'agent_reply' && (row.conversation_status !== 'active' || row.hold_requested_at !== null)) {
       return `not sent: conversation ${row.hold_requested_at ? 'held by an operator' : row.conversation_status}`;
     }
     if (row.kind === 'handoff_notice' && row.conversation_status === 'closed') return 'not sent: conversation closed';
+    if (row.kind === 'closing_reply' && row.hold_requested_at !== null) return 'not sent: conversation held by an operator';
+    if (row.kind === 'helpdesk_transfer' && row.conversation_status !== 'paused') return `not sent: conversation ${row.conversation_status}`;
     return null;
   }
 

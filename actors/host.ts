@@ -10,6 +10,7 @@ import type { AgentRunner } from './agents/types.js';
 import { FairSlots } from './fair-slots.js';
 import { Answers } from './host/answers.js';
 import { Commits, type CommitDeps } from './host/commit.js';
+import { DebounceTimers } from './host/debounce.js';
 import { Lanes, type Applied, type Item, type ItemResult, type Lane } from './host/lanes.js';
 import { CustomerMessages } from './host/messages.js';
 import { applyOperator } from './host/operator-events.js';
@@ -29,6 +30,8 @@ import { WebchatLive } from './host/webchat-live.js';
  *   over, group-committed answers and their credit settlement.
  * - status-events.ts, operator-events.ts: helpdesk status events and operator commands, a
  *   transaction each.
+ * - debounce.ts: the agent's debounce window: a timer per collecting conversation, re-armed
+ *   from the persisted deadlines when a partition is acquired.
  * - commit.ts: the transaction around a plan (actors/tx-plan.ts) and what follows a commit
  *   (hand-over to the outbox sender, notices, webchat session announcements).
  *
@@ -51,6 +54,8 @@ export interface HostDeps extends CommitDeps {
   quickSql?: SqlPool;
   /** Told which companies' credit reservations a commit settled (actors/credit-gate.ts). */
   credit?: { settled(companyIds: Iterable<number>): void };
+  /** The clock of debounce deadlines and business hours (default Date.now; tests inject one). */
+  now?: () => number;
 }
 
 export interface HostOptions {
@@ -73,6 +78,7 @@ export class ConversationHost {
   readonly #status: StatusEvents;
   readonly #commits: Commits;
   readonly #slots: FairSlots;
+  readonly #debounce: DebounceTimers;
   #closed = false;
 
   constructor(deps: HostDeps, options: HostOptions = {}) {
@@ -88,7 +94,12 @@ export class ConversationHost {
       },
       batch,
     );
-    this.#messages = new CustomerMessages({ commits: this.#commits, answers: this.#answers, partitions: deps.partitions }, batch);
+    const now = deps.now ?? Date.now;
+    this.#debounce = new DebounceTimers({
+      sql: deps.sql, logger: deps.logger, commits: this.#commits, answers: this.#answers, lanes: this.#lanes, now, closed,
+      owns: (p) => (deps.epochOf ? deps.epochOf(p) !== null : true),
+    });
+    this.#messages = new CustomerMessages({ commits: this.#commits, answers: this.#answers, debounce: this.#debounce, partitions: deps.partitions, now }, batch);
     this.#status = new StatusEvents({ sql: deps.sql, publisher: deps.publisher, logger: deps.logger, commits: this.#commits });
   }
 
@@ -104,6 +115,17 @@ export class ConversationHost {
 
   close(): void {
     this.#closed = true;
+    this.#debounce.close();
+  }
+
+  /** A partition this worker now owns: the debounce deadlines of its conversations are armed. */
+  acquirePartition(partition: number): Promise<void> {
+    return this.#debounce.acquire(partition);
+  }
+
+  /** A partition given up: its timers go (its next owner arms them). */
+  releasePartition(partition: number): void {
+    this.#debounce.release(partition);
   }
 
   /** Queues an envelope on its conversation's lane; resolves when it may be acked (or must be nak'ed). */
@@ -113,11 +135,12 @@ export class ConversationHost {
 
   /** Applied in the envelope's trace (lib/tracing.ts), so what it causes is traced under it. */
   #apply(lane: Lane, item: Item): Promise<Applied> {
-    return inContext(traceOf(item.env), () => this.#applyItem(lane, item));
+    if (item.task) return item.task(lane);
+    const env = item.env;
+    return inContext(traceOf(env), () => this.#applyItem(lane, item, env));
   }
 
-  async #applyItem(lane: Lane, item: Item): Promise<Applied> {
-    const env = item.env;
+  async #applyItem(lane: Lane, item: Item, env: InboundEnvelope): Promise<Applied> {
     if (env.kind === 'message') return this.#messages.apply(lane, env);
     if (env.kind === 'operator') return this.#thenCancel(lane, await applyOperator(this.#commits, env));
     if (env.status.clientId === null) {

@@ -5,7 +5,7 @@ import { insertLeadsFrom } from '../lib/leads.js';
 
 import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
 import type { Channel } from '../schema/envelope.js';
-import type { Conversation, ConversationMessage, ConversationTransition } from '../schema/conversation-entities.js';
+import type { Conversation, ConversationMessage, ConversationTransition, OutboxKind } from '../schema/conversation-entities.js';
 import type { Row } from '../schema/rows.js';
 
 /**
@@ -206,7 +206,7 @@ export interface OutboxSend {
   company_id: number;
   conversation_id: number;
   message_id: string;
-  kind: 'agent_reply' | 'handoff_notice' | 'operator_reply';
+  kind: OutboxKind;
   attempts: number;
   partition: number;
   /** The lease epoch it is being sent under (fencing token), as text (bigint). */
@@ -230,6 +230,10 @@ export interface OutboxSend {
   integration_id: number;
   api_url: string | null;
   api_token_sealed: string | null;
+  /** A helpdesk_transfer row (read by the claim; never sent directly): the integration's operator group. */
+  handoff_group_id?: number | null;
+  /** A helpdesk_transfer row: the helpdesk's id of the customer message the transfer is keyed to. */
+  reply_to_external_id?: string | null;
   seq: number;
   role: string;
   text: string;

@@ -3,7 +3,10 @@ import type { SqlClient } from '../lib/db.js';
 import { conversationView, messageView, DEFAULT_HANDOFF_TEXT, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
 import { attachTrace, traceOf, type Context } from '../lib/tracing.js';
 import { conversationMachine, statusOf } from '../machines/conversation.js';
-import type { AgentReplyParams, ConversationEvent, SessionTransferExternalParams } from '../schema/conversation.js';
+import { moveLeadToStage } from '../lib/leads.js';
+import { query } from '../lib/db.js';
+import type { OutboxKind } from '../schema/conversation-entities.js';
+import type { AgentReplyParams, ConversationEvent, LeadStageParams, SessionTransferExternalParams } from '../schema/conversation.js';
 import {
   messageKey,
   storedMessage,
@@ -52,8 +55,24 @@ export interface ConversationChanges {
 interface PlannedMessage {
   conv: ConversationRow;
   row: NewMessage;
-  outboxKind: 'agent_reply' | 'handoff_notice' | 'operator_reply' | null;
+  outboxKind: OutboxKind | null;
   stored: MessageRow | null;
+}
+
+/** A lead the agent moved (its set_lead_stage tool): done by `write`, its outcome written into the action's log entry. */
+interface PlannedLeadMove {
+  conv: ConversationRow;
+  stage: string;
+  logged: { effect: string };
+}
+
+/** A helpdesk dialog the agent handed off: transferred to the integration's operator group, if it has one (decided by `write`). */
+interface PlannedTransfer {
+  conv: ConversationRow;
+  /** The customer message the transfer is keyed to (Chat2Desk transfers by message id). */
+  messageId: string;
+  reason: string;
+  logged: { effect: string };
 }
 
 type NoticeSource =
@@ -97,6 +116,8 @@ export class TxPlan {
   readonly #messages: PlannedMessage[] = [];
   readonly #transitions: NewTransition[] = [];
   readonly #refs: Ref[] = [];
+  readonly #leadMoves: PlannedLeadMove[] = [];
+  readonly #transfers: PlannedTransfer[] = [];
   readonly #touched = new Set<ConversationRow>();
   readonly #notices: NoticeSource[] = [];
   /** Sessions this transaction created (the host announces webchat ones to their visitors after the commit). */
@@ -193,7 +214,14 @@ export class TxPlan {
     }
     // An operator asked for a pause / close that is not applied yet: the human wins.
     const hold = conv.hold_requested_at !== null;
-    const recorded = named.map((a) => ({ ...a, effect: this.#perform(conv, a, hold) }));
+    // The agent's close_conversation: its last words go out although the session is closed by then.
+    const closing = named.some((a) => a.type === 'session_close');
+    const recorded = named.map((a) => ({ ...a, effect: this.#perform(conv, a, hold, closing) }));
+    for (const logged of recorded) {
+      if (logged.type === 'lead_stage') this.#leadMoves.push({ conv, stage: (logged.params as LeadStageParams).stage, logged });
+      const p = logged.params as SessionTransferExternalParams;
+      if (logged.type === 'session_transfer_external' && p.origin === 'agent' && conv.channel === 'helpdesk' && p.messageId) this.#transfers.push({ conv, messageId: p.messageId, reason: p.reason, logged });
+    }
     const from = conv.state;
     conv.transition_seq += 1;
     const t: NewTransition = { companyId: conv.company_id, conversationId: conv.id, seq: conv.transition_seq, event: event.type, payload: payloadOf(event), fromState: from, toState: persisted.value, actions: recorded };
@@ -209,25 +237,61 @@ export class TxPlan {
   }
 
   /** The host side of the machine's named actions. Returns what was done, for the log. */
-  #perform(conv: ConversationRow, action: { type: string; params: unknown }, hold: boolean): string {
+  #perform(conv: ConversationRow, action: { type: string; params: unknown }, hold: boolean, closing: boolean): string {
     switch (action.type) {
       case 'agent_reply': {
         const p = action.params as AgentReplyParams;
         // The agent closed the conversation without a last word.
         if (!p.text.trim()) return 'nothing to say';
-        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null }, hold ? null : 'agent_reply');
+        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null }, hold ? null : closing ? 'closing_reply' : 'agent_reply');
         return hold ? 'cancelled: an operator took over' : 'queued';
       }
       case 'session_transfer_external': {
         const p = action.params as SessionTransferExternalParams;
         if (p.origin === 'helpdesk') return 'recorded: a human operator has the dialog';
         this.addMessage(conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, replyToId: p.messageId, delivery: 'pending' }, 'handoff_notice');
-        return 'handoff notice queued; transfer recorded (no helpdesk group configured: no transfer call)';
+        return conv.channel === 'helpdesk' ? 'handoff notice queued' : 'handoff notice queued; transfer recorded';
       }
       case 'session_close':
         return 'recorded';
+      case 'lead_stage':
+        return 'pending';
       default:
         return 'ignored';
+    }
+  }
+
+  /**
+   * The agent's lead moves, in this transaction (lib/leads.ts): a stage the pipeline does not
+   * have moves nothing and is told in the transition log, like every move.
+   */
+  async #moveLeads(client: SqlClient): Promise<void> {
+    for (const m of this.#leadMoves.splice(0)) {
+      const r = await moveLeadToStage(client, { companyId: m.conv.company_id, conversationId: m.conv.id, stage: m.stage });
+      if (!r.ok) m.logged.effect = `not moved: ${r.error}`;
+      else m.logged.effect = r.moved ? `lead ${r.leadId} moved from ${JSON.stringify(r.from.name)} to ${JSON.stringify(r.to.name)}` : `lead ${r.leadId} already in ${JSON.stringify(r.to.name)}`;
+    }
+  }
+
+  /**
+   * The handed-off helpdesk dialogs of integrations with a `handoffGroupId`: a transfer
+   * message (role system, the operators' record) with its outbox row, sent after the handoff
+   * notice (rows of a conversation go out in order), once: one transfer per customer message.
+   */
+  async #planTransfers(client: SqlClient): Promise<void> {
+    const transfers = this.#transfers.splice(0);
+    if (transfers.length === 0) return;
+    const groups = new Map(
+      (await query<{ id: number; handoff_group_id: number | null }>(client, 'integration_handoff_groups', 'select id, handoff_group_id from integrations where id = any($1::int[])', [[...new Set(transfers.map((t) => t.conv.integration_id))]])).map((r) => [r.id, r.handoff_group_id]),
+    );
+    for (const t of transfers) {
+      const group = groups.get(t.conv.integration_id) ?? null;
+      if (group === null) {
+        t.logged.effect += '; no helpdesk group configured: no transfer call';
+        continue;
+      }
+      this.addMessage(t.conv, { role: 'system', kind: 'transfer', text: `Transferred to helpdesk operator group ${group} (${t.reason}).`, replyToId: t.messageId, delivery: 'pending' }, 'helpdesk_transfer');
+      t.logged.effect += `; transfer to helpdesk group ${group} queued`;
     }
   }
 
@@ -237,7 +301,8 @@ export class TxPlan {
     return this.#messages
       .filter((m) => m.outboxKind)
       .map((m) => {
-        const epoch = this.#direct && !seen.has(m.conv.id) ? this.#direct.epochOf(m.conv.partition) : null;
+        // A transfer needs what the claim reads (the group, the customer message's helpdesk id): never sent directly.
+        const epoch = this.#direct && !seen.has(m.conv.id) && m.outboxKind !== 'helpdesk_transfer' ? this.#direct.epochOf(m.conv.partition) : null;
         seen.add(m.conv.id);
         return { companyId: m.conv.company_id, conversationId: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind!, leaseRev: epoch };
       });
@@ -245,6 +310,8 @@ export class TxPlan {
 
   /** Writes the plan (inside the caller's transaction) and returns the notices to publish after the commit. */
   async write(client: SqlClient): Promise<CompanyNotice[]> {
+    await this.#moveLeads(client);
+    await this.#planTransfers(client);
     const nothing = this.#messages.length === 0 && this.#transitions.length === 0 && this.#refs.length === 0 && this.#touched.size === 0;
     const written = nothing ? { messages: [], transitions: [], claimed: [] } : await writePlanRows(client, {
       messages: this.#messages.map((m) => m.row),

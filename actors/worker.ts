@@ -44,6 +44,8 @@ export interface WorkerDeps {
   /** Where the worker's figures go (the process's registry, lib/runtime.ts); default: its own. */
   registry?: Registry;
   options?: WorkerOptions;
+  /** The clock of debounce deadlines and business hours (default Date.now; tests inject one). */
+  now?: () => number;
 }
 
 export interface RunningWorker {
@@ -99,7 +101,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const dispatcher = new OutboxDispatcher({ sql, nc, names, config, logger, leases: leaseView }, options.dispatcher);
   const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
   const host = new ConversationHost(
-    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox: dispatcher, publisher, epochOf: (p) => leases.epochOf(p) },
+    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox: dispatcher, publisher, epochOf: (p) => leases.epochOf(p), now: deps.now },
     { maxModelCalls: config.model.maxConcurrency, ...options.host },
   );
   leases = new PartitionLeases(
@@ -116,6 +118,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         consumer.start();
         // The previous owner's uncertain sends are reconciled at once, not after a claim expires.
         dispatcher.kick();
+        // Its conversations' debounce deadlines (the previous owner's timers died with it).
+        void host.acquirePartition(p);
       },
       // Intake stops, in-flight envelopes finish (bounded), then the partition's sends under
       // way: only then is the lease given up, so its next owner never reconciles a send that
@@ -124,6 +128,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         const consumer = consumers.get(p);
         consumers.delete(p);
         await consumer?.stop();
+        host.releasePartition(p);
         await dispatcher.drainPartition(p);
       },
     },

@@ -100,7 +100,8 @@ export interface ConversationMessage {
   /** 1, 2, 3, ... within the conversation. */
   seq: number;
   role: MessageRole;
-  kind: 'message' | 'reply' | 'handoff_notice';
+  /** `transfer`: a handed-off helpdesk dialog's transfer to the integration's operator group (role system). */
+  kind: 'message' | 'reply' | 'handoff_notice' | 'transfer';
   text: string;
   /** The platform's id: helpdesk message_id of a customer message, or of our sent reply. */
   externalId: string | null;
@@ -194,7 +195,8 @@ export const InboundReceiptSchema = new EntitySchema<InboundReceipt>({
   },
 });
 
-export type OutboxKind = 'agent_reply' | 'handoff_notice' | 'operator_reply';
+/** `closing_reply`: the agent's last words as it closes the conversation; `helpdesk_transfer`: a Chat2Desk transfer_to_group call. */
+export type OutboxKind = 'agent_reply' | 'handoff_notice' | 'operator_reply' | 'closing_reply' | 'helpdesk_transfer';
 export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'cancelled';
 
 export interface OutboxItem {

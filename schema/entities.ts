@@ -1,6 +1,7 @@
 import { BigIntType, EntitySchema } from '@mikro-orm/core';
 import { conversationEntities } from './conversation-entities.js';
 import { leadEntities } from './lead-entities.js';
+import type { BusinessHours } from '../lib/agents/hours.js';
 
 /**
  * Entities of the data layer (MikroORM EntitySchema, no decorators). Every company-owned
@@ -372,6 +373,10 @@ export interface Agent {
   fallbackMessage: string | null;
   /** A passage's relevance (0–1) below which the agent has no answer. */
   relevanceThreshold: number;
+  /** Customer messages within this many ms of each other are answered once, together (0: off). */
+  debounceMs: number;
+  /** Business hours and what the agent does outside them; null: always open. */
+  hours: BusinessHours | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -397,6 +402,8 @@ export const AgentSchema = new EntitySchema<Agent>({
     onNoAnswer: { type: 'text', default: 'handoff' },
     fallbackMessage: { type: 'text', nullable: true },
     relevanceThreshold: { type: 'float', default: 0.5 },
+    debounceMs: { type: 'integer', default: 0 },
+    hours: { type: 'json', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
@@ -426,6 +433,8 @@ export interface Integration {
   webhookRemoteId: string | null;
   /** Webchat: Origins allowed to open the socket; empty = any. */
   allowedOrigins: string[];
+  /** Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to; null: none. */
+  handoffGroupId: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -451,6 +460,7 @@ export const IntegrationSchema = new EntitySchema<Integration>({
     webhookRegisteredAt: { type: 'datetime', nullable: true },
     webhookRemoteId: { type: 'text', nullable: true },
     allowedOrigins: { type: 'json', default: '[]' },
+    handoffGroupId: { type: 'integer', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

@@ -15,7 +15,7 @@ import type { AgentOutput } from '../../schema/conversation.js';
 import { AgentSchema } from '../../schema/entities.js';
 import { Batcher } from '../batcher.js';
 import { recentMessages } from '../store.js';
-import type { AgentInputForRunner, AgentRunner, AnswerPath } from './types.js';
+import { NO_BEHAVIOUR, type AgentBehaviour, type AgentInputForRunner, type AgentRunner, type AnswerPath } from './types.js';
 
 /**
  * The agent runner of the worker: picks the provider per agent; the answer itself is
@@ -167,6 +167,10 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       if (config === null) return { kind: 'local' };
       if (config.profile.provider === 'openai') return { kind: 'call', maxConcurrency: config.profile.maxConcurrency };
       return config.base?.embedding ? { kind: 'call', maxConcurrency: null } : { kind: 'local' };
+    },
+    async behaviourOf(companyId, agentId): Promise<AgentBehaviour> {
+      const profile = agentId === null ? null : (await configOf(companyId, agentId))?.profile;
+      return profile ? { debounceMs: profile.debounceMs, hours: profile.hours } : NO_BEHAVIOUR;
     },
     async answer(input): Promise<AgentOutput> {
       if (input.agentId === null) return wantsHuman(input.text) ? handoff(null, 'asked_for_human') : handoff(null, 'no_answer');

@@ -1,4 +1,5 @@
 import type { CallSlot } from '../../lib/agents/slots.js';
+import type { BusinessHours } from '../../lib/agents/hours.js';
 import type { AgentOutput } from '../../schema/conversation.js';
 
 export type { AgentOutput };
@@ -49,6 +50,14 @@ export interface AgentInputForRunner {
  *   transactions, in a place among the calls in flight; `maxConcurrency` is the agent's own
  *   cap on its calls (`model.maxConcurrency`).
  */
+/** How an agent paces its answers: its debounce window and business hours. */
+export interface AgentBehaviour {
+  debounceMs: number;
+  hours: BusinessHours | null;
+}
+
+export const NO_BEHAVIOUR: AgentBehaviour = { debounceMs: 0, hours: null };
+
 export type AnswerPath = { kind: 'local' } | { kind: 'call'; maxConcurrency: number | null };
 
 /**
@@ -70,4 +79,6 @@ export interface AgentRunner {
    * agent cannot be looked up now (the message is retried).
    */
   answerPath?(companyId: number, agentId: number | null): Promise<AnswerPath>;
+  /** The agent's debounce window and business hours (looked up and cached like answerPath); a runner without it has neither. */
+  behaviourOf?(companyId: number, agentId: number | null): Promise<AgentBehaviour>;
 }

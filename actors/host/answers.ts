@@ -3,8 +3,9 @@ import { settleAnswers, type AnswerSettlement } from '../../lib/credit.js';
 import type { SqlClient, SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import { attachActiveTrace, attachTrace, traceOf } from '../../lib/tracing.js';
+import { collectedText } from '../../machines/conversation.js';
 import type { AgentOutput } from '../../schema/conversation.js';
-import type { AgentRunner, AnswerPath } from '../agents/types.js';
+import { NO_BEHAVIOUR, type AgentBehaviour, type AgentRunner, type AnswerPath } from '../agents/types.js';
 import { Batcher } from '../batcher.js';
 import type { FairSlots, Slot } from '../fair-slots.js';
 import { sleep } from '../limit.js';
@@ -54,7 +55,10 @@ export const MAX_ANSWER_ATTEMPTS = 3;
 /** An integration's agent is looked up at most this often (an edit takes effect within it). */
 const AGENT_ID_TTL_MS = 5_000;
 
-export const isAnswering = (state: StateValue): boolean => typeof state === 'object' && state !== null && (state as Record<string, unknown>).active === 'answering';
+const isActive = (state: StateValue, child: string): boolean => typeof state === 'object' && state !== null && (state as Record<string, unknown>).active === child;
+export const isAnswering = (state: StateValue): boolean => isActive(state, 'answering');
+/** Waiting out the agent's debounce window (answerDueAt in the context). */
+export const isCollecting = (state: StateValue): boolean => isActive(state, 'collecting');
 
 const handoffEvent = (detail: string): AnyEventObject => ({ type: 'xstate.done.actor.agent', output: { kind: 'handoff', reason: 'model_failed', detail } satisfies AgentOutput });
 
@@ -62,6 +66,8 @@ const handoffEvent = (detail: string): AnyEventObject => ({ type: 'xstate.done.a
 export interface AnswerRoute {
   agentId: number | null;
   path: AnswerPath;
+  /** Its debounce window and business hours. */
+  behaviour: AgentBehaviour;
 }
 
 interface AnswerRequest {
@@ -110,7 +116,8 @@ export class Answers {
   async routeOf(companyId: number, integrationId: number): Promise<AnswerRoute> {
     const agentId = await this.#agentOf(integrationId);
     const path = this.#deps.agent.answerPath ? await this.#deps.agent.answerPath(companyId, agentId) : CALL;
-    return { agentId, path };
+    const behaviour = this.#deps.agent.behaviourOf ? await this.#deps.agent.behaviourOf(companyId, agentId) : NO_BEHAVIOUR;
+    return { agentId, path, behaviour };
   }
 
   async #agentOf(integrationId: number): Promise<number | null> {
@@ -143,10 +150,12 @@ export class Answers {
     const messageId = conv.snapshot.context.lastCustomerMessageId;
     if (!messageId || lane.agentTask) return;
     this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: resuming an answer that was in flight');
+    // Every message of a debounce window, as the machine collected them (older snapshots: the message alone).
+    const collected = collectedText(conv.snapshot.context);
     void this.#track(lane, conv.id, messageId, async (signal) => {
-      const msg = await findMessage(this.#deps.sql, messageId);
+      const text = collected || ((await findMessage(this.#deps.sql, messageId))?.text ?? '');
       const route = await this.routeOf(conv.company_id, conv.integration_id);
-      return this.#answer(conv, messageId, msg?.text ?? '', route, signal);
+      return this.#answer(conv, messageId, text, route, signal);
     });
   }
 

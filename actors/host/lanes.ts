@@ -17,13 +17,26 @@ import { insertReceipts, isDataError } from '../store.js';
  */
 export type ItemResult = 'ack' | 'nak';
 
-export interface Item {
-  env: InboundEnvelope;
+interface ItemBase {
   partition: number;
   resolve: (r: ItemResult) => void;
   /** When its first attempt failed (it is retried in place for RETRY_IN_PLACE_MS). */
   failingSince?: number;
 }
+
+/** An inbound envelope (a JetStream message). */
+export interface EnvelopeItem extends ItemBase {
+  env: InboundEnvelope;
+  task?: undefined;
+}
+
+/** Work of the host's own for the conversation (a debounce deadline that passed), in order with its envelopes. */
+export interface TaskItem extends ItemBase {
+  env?: undefined;
+  task: (lane: Lane) => Promise<Applied>;
+}
+
+export type Item = EnvelopeItem | TaskItem;
 
 /** The answer a lane's conversation is waiting for, with the switch that cancels it. */
 export interface InflightAnswer {
@@ -47,10 +60,13 @@ export type Applied = ItemResult | { wait: Promise<ItemResult> };
 /** How long a failing envelope is retried at the head of its lane before it is nak'ed (with the lane's later ones). */
 export const RETRY_IN_PLACE_MS = 60_000;
 
+/** The lane of a customer's conversations. */
+export const conversationLaneKey = (integrationId: number, clientId: string): string => `c:${integrationId}:${clientId}`;
+
 export function laneKey(env: InboundEnvelope): string {
-  if (env.kind === 'message') return `c:${env.integrationId}:${env.message.clientId}`;
-  if (env.kind === 'operator') return `c:${env.integrationId}:${env.clientId}`;
-  if (env.status.clientId !== null) return `c:${env.integrationId}:${env.status.clientId}`;
+  if (env.kind === 'message') return conversationLaneKey(env.integrationId, env.message.clientId);
+  if (env.kind === 'operator') return conversationLaneKey(env.integrationId, env.clientId);
+  if (env.status.clientId !== null) return conversationLaneKey(env.integrationId, env.status.clientId);
   return `r:${env.integrationId}:${env.status.requestId}:${env.status.dialogId ?? ''}`;
 }
 
@@ -74,19 +90,25 @@ export class Lanes {
 
   /** Queues an envelope on its conversation's lane; resolves when it may be acked (or must be nak'ed). */
   submit(partition: number, env: InboundEnvelope): Promise<ItemResult> {
-    return new Promise<ItemResult>((resolve) => {
-      const key = laneKey(env);
-      let lane = this.#lanes.get(key);
-      if (!lane) {
-        lane = { key, queue: [], running: false, agentTask: null, inflight: null };
-        this.#lanes.set(key, lane);
-      }
-      lane.queue.push({ env, partition, resolve });
-      if (!lane.running) {
-        lane.running = true;
-        void this.#run(lane);
-      }
-    });
+    return new Promise<ItemResult>((resolve) => this.#queue(laneKey(env), { env, partition, resolve }));
+  }
+
+  /** Queues a task of the host's own on the lane of the conversation `key` (laneKey's `c:` form). */
+  enqueue(key: string, partition: number, task: (lane: Lane) => Promise<Applied>): Promise<ItemResult> {
+    return new Promise<ItemResult>((resolve) => this.#queue(key, { task, partition, resolve }));
+  }
+
+  #queue(key: string, item: Item): void {
+    let lane = this.#lanes.get(key);
+    if (!lane) {
+      lane = { key, queue: [], running: false, agentTask: null, inflight: null };
+      this.#lanes.set(key, lane);
+    }
+    lane.queue.push(item);
+    if (!lane.running) {
+      lane.running = true;
+      void this.#run(lane);
+    }
   }
 
   /** Drops a lane that has nothing queued, running or being answered. */
@@ -103,18 +125,18 @@ export class Lanes {
           result = await this.#apply(lane, item);
           lane.queue.shift();
         } catch (err) {
-          if (isDataError(err) && (await this.#reject(item.env, err))) {
+          if (item.env && isDataError(err) && (await this.#reject(item.env, err))) {
             lane.queue.shift();
             item.resolve('ack');
             continue;
           }
           item.failingSince ??= Date.now();
           if (!this.#closed() && Date.now() - item.failingSince < RETRY_IN_PLACE_MS) {
-            this.#logger.warn({ err, key: lane.key, idempotencyKey: item.env.idempotencyKey }, 'host: an envelope failed; retrying it in place');
+            this.#logger.warn({ err, key: lane.key, idempotencyKey: item.env?.idempotencyKey }, 'host: an envelope failed; retrying it in place');
             await sleep(1000);
             continue;
           }
-          this.#logger.error({ err, key: lane.key, idempotencyKey: item.env.idempotencyKey }, 'host: giving up on an envelope for now (will be redelivered)');
+          this.#logger.error({ err, key: lane.key, idempotencyKey: item.env?.idempotencyKey }, 'host: giving up on an envelope for now (will be redelivered)');
           result = 'nak';
           lane.queue.shift();
           for (const later of lane.queue.splice(0)) later.resolve('nak');

@@ -1,16 +1,18 @@
 import { settleAnswers, type AnswerSettlement } from '../../lib/credit.js';
 import { partitionOfEnvelope } from '../../lib/inbound.js';
-import type { SqlClient } from '../../lib/db.js';
 import { attachTrace, traceOf } from '../../lib/tracing.js';
-import { statusOf } from '../../machines/conversation.js';
+import { outsideHoursOutput } from '../../lib/agents/hours.js';
+import { query, type SqlClient } from '../../lib/db.js';
+import { collectedText, statusOf } from '../../machines/conversation.js';
 import type { ConversationEvent } from '../../schema/conversation.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import { Batcher } from '../batcher.js';
 import { sleep } from '../limit.js';
 import { createConversations, initialSnapshot, insertMessages, insertReceipts, lockOpenConversations, receiptKey, setReceiptOutcomes, type ConversationRow } from '../store.js';
 import type { TxPlan } from '../tx-plan.js';
-import { isAnswering, type AnswerRoute, type Answers } from './answers.js';
+import { isAnswering, isCollecting, type AnswerRoute, type Answers } from './answers.js';
 import type { Commits } from './commit.js';
+import type { DebounceTimers } from './debounce.js';
 import type { Applied, Lane } from './lanes.js';
 
 /**
@@ -35,6 +37,8 @@ interface MessageRequest {
 type MessageOutcome =
   | { kind: 'done' }
   | { kind: 'answer'; conv: ConversationRow; messageId: string; text: string }
+  /** The agent waits out its debounce window (actors/host/debounce.ts answers when it ends). */
+  | { kind: 'collecting'; conv: ConversationRow }
   /** The conversation is answering an earlier message (a crash or another process left it so). */
   | { kind: 'busy'; conv: ConversationRow };
 
@@ -42,10 +46,14 @@ export class CustomerMessages {
   readonly #batch: Batcher<MessageRequest, MessageOutcome>;
   readonly #answers: Answers;
   readonly #partitions: number;
+  readonly #debounce: DebounceTimers;
+  readonly #now: () => number;
 
-  constructor(deps: { commits: Commits; answers: Answers; partitions: number }, batch: { maxBatch?: number; concurrency?: number }) {
+  constructor(deps: { commits: Commits; answers: Answers; debounce: DebounceTimers; partitions: number; now: () => number }, batch: { maxBatch?: number; concurrency?: number }) {
     this.#answers = deps.answers;
     this.#partitions = deps.partitions;
+    this.#debounce = deps.debounce;
+    this.#now = deps.now;
     this.#batch = new Batcher(async (reqs) => {
       const { outcomes } = await deps.commits.run(
         (client, plan) => this.#applyMessages(client, plan, reqs),
@@ -62,6 +70,11 @@ export class CustomerMessages {
       const route = await this.#answers.routeOf(env.companyId, env.integrationId);
       const outcome = await this.#batch.submit({ env, route });
       if (outcome.kind === 'done') return 'ack';
+      // Stored with its deadline in the snapshot: acked now, answered when the window ends.
+      if (outcome.kind === 'collecting') {
+        this.#debounce.arm(outcome.conv);
+        return 'ack';
+      }
       if (outcome.kind === 'busy') {
         this.#answers.resume(lane, outcome.conv);
         if (!lane.agentTask) await sleep(200); // answering with no message to answer: another process owns it now
@@ -128,7 +141,8 @@ export class CustomerMessages {
       }),
     );
     const storedByConv = new Map(stored.map((r) => [r.conversation_id, r]));
-    const now = new Date();
+    const now = new Date(this.#now());
+    const told = await toldOutsideHours(client, applying.filter((i) => reqs[i]!.route.behaviour.hours?.outside === 'message').map((i) => convOf(i).id));
     const local: { conv: ConversationRow; messageId: string; text: string; agentId: number | null }[] = [];
     for (const i of applying) {
       const conv = convOf(i);
@@ -137,19 +151,41 @@ export class CustomerMessages {
       const row = storedByConv.get(conv.id);
       if (!row) throw new Error(`customer message of conversation ${conv.id} (seq ${conv.message_seq}) was not stored`);
       plan.noticeStored(conv, row);
+      const { behaviour } = reqs[i]!.route;
+      // Outside business hours the agent's policy answers at once (no debounce window).
+      const outside = outsideHoursOutput(behaviour.hours, now, told.has(conv.id));
       const event: ConversationEvent = {
         type: 'customer.message', messageId: row.id, text: m.text, at: m.sentAt,
         ...(m.requestId !== null ? { requestId: m.requestId } : {}),
         ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
+        ...(behaviour.debounceMs > 0 && !outside ? { debounceMs: behaviour.debounceMs } : {}),
       };
       plan.remember(conv, m.requestId, m.dialogId);
       plan.step(conv, event, { lastMessageAt: now, channelId: m.channelId, transport: m.transport });
       plan.touch(conv);
+      if (isCollecting(conv.state)) outcomes[i] = { kind: 'collecting', conv };
       if (!isAnswering(conv.state)) continue;
+      if (outside) {
+        // Marked, so the transition log tells why, and a customer is told the hours once.
+        plan.step(conv, { type: 'xstate.done.actor.agent', output: outside, outsideHours: true });
+        continue;
+      }
       const route = reqs[i]!.route;
-      if (route.path.kind === 'local') local.push({ conv, messageId: row.id, text: m.text, agentId: route.agentId });
-      else outcomes[i] = { kind: 'answer', conv, messageId: row.id, text: m.text };
+      if (route.path.kind === 'local') local.push({ conv, messageId: row.id, text: collectedText(conv.snapshot.context), agentId: route.agentId });
+      else outcomes[i] = { kind: 'answer', conv, messageId: row.id, text: collectedText(conv.snapshot.context) };
     }
     return { outcomes, settle: await this.#answers.askLocally(plan, local) };
   }
+}
+
+/** The conversations whose customer was already told the business hours (a transition marked `outsideHours`). */
+async function toldOutsideHours(client: SqlClient, conversationIds: number[]): Promise<Set<number>> {
+  if (conversationIds.length === 0) return new Set();
+  const rows = await query<{ conversation_id: number }>(
+    client,
+    'conv_told_outside_hours',
+    `select distinct conversation_id from conversation_transitions where conversation_id = any($1::int[]) and payload->>'outsideHours' = 'true'`,
+    [conversationIds],
+  );
+  return new Set(rows.map((r) => r.conversation_id));
 }

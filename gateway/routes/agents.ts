@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { DEFAULT_FALLBACK_TEXT, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
+import { hoursProblems, WEEKDAYS, type BusinessHours } from '../../lib/agents/hours.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { formatUsd } from '../../lib/money.js';
@@ -37,6 +38,10 @@ interface AgentInput {
   /** null restores the default. */
   fallbackMessage?: string | null;
   relevanceThreshold?: number;
+  /** Customer messages within this many ms of each other are answered once, together (0: off). */
+  debounceMs?: number;
+  /** Business hours; null: always open. */
+  hours?: BusinessHours | null;
 }
 
 const DECIMAL = '^\\d{1,9}(\\.\\d{1,9})?$';
@@ -84,6 +89,27 @@ function decimalPrice(value: string | number, field: string): string {
 function pricingOf(p: NonNullable<ModelInput['pricing']>): ModelPricing {
   return { inputUsdPerMTok: decimalPrice(p.inputUsdPerMTok, 'model.pricing.inputUsdPerMTok'), outputUsdPerMTok: decimalPrice(p.outputUsdPerMTok, 'model.pricing.outputUsdPerMTok') };
 }
+/** `["09:00","18:00"]`: a local opening range (24:00 ends at midnight; an end before the start runs overnight). */
+const HOURS_RANGE = { type: 'array', minItems: 2, maxItems: 2, items: { type: 'string', pattern: '^(([01]\\d|2[0-3]):[0-5]\\d|24:00)$' } };
+const hoursSchema = {
+  title: 'BusinessHours',
+  description: 'Business hours and what the agent does outside them (null: always open).',
+  type: ['object', 'null'],
+  additionalProperties: false,
+  required: ['timezone', 'weekly', 'outside'],
+  properties: {
+    timezone: { type: 'string', minLength: 1, maxLength: 100, description: 'IANA time zone, e.g. Europe/Berlin.' },
+    weekly: {
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(WEEKDAYS.map((d) => [d, { type: 'array', maxItems: 10, items: HOURS_RANGE }])),
+    },
+    holidays: { type: 'array', maxItems: 400, items: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' } },
+    outside: { type: 'string', enum: ['answer', 'handoff', 'message'] },
+    outsideMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
+  },
+};
+export const MAX_DEBOUNCE_MS = 60_000;
 const agentProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
   systemPrompt: { type: 'string', maxLength: 100_000 },
@@ -94,6 +120,8 @@ const agentProperties = {
   onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
   fallbackMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
   relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
+  debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS },
+  hours: hoursSchema,
 };
 const createBody = bodyValidator<AgentInput & { name: string }>({ title: 'AgentCreate', type: 'object', additionalProperties: false, required: ['name'], properties: agentProperties });
 const patchBody = bodyValidator<AgentInput>({ title: 'AgentPatch', type: 'object', additionalProperties: false, properties: agentProperties });
@@ -109,6 +137,8 @@ export const agentView = (a: Agent) => ({
   onNoAnswer: a.onNoAnswer,
   fallbackMessage: a.fallbackMessage ?? DEFAULT_FALLBACK_TEXT,
   relevanceThreshold: a.relevanceThreshold,
+  debounceMs: a.debounceMs,
+  hours: a.hours,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
@@ -118,6 +148,14 @@ async function checkKnowledgeBase(tenant: TenantScope, id: number | null | undef
   if (!(await tenant.em.count(KnowledgeBaseSchema, { id }))) {
     throw new AppError('VALIDATION_ERROR', 'Invalid knowledgeBaseId.', { details: [{ field: 'knowledgeBaseId', message: 'no such knowledge base' }] });
   }
+}
+
+/** The hours as stored: checked beyond what the schema can say (a real time zone, real dates), optional fields filled in. */
+function hoursOf(hours: BusinessHours | null | undefined): BusinessHours | null | undefined {
+  if (!hours) return hours;
+  const details = hoursProblems(hours);
+  if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+  return { timezone: hours.timezone, weekly: hours.weekly, holidays: hours.holidays ?? [], outside: hours.outside, outsideMessage: hours.outsideMessage?.trim() ?? null };
 }
 
 async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: SecretBox, config: UrlConfig): Promise<void> {
@@ -169,6 +207,7 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: Url
       knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
       onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null,
       relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+      debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
       createdAt: now, updatedAt: now,
     } as never);
     await applyModel(agent, body.model, secrets, config);
@@ -199,6 +238,8 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: Url
     if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
     if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
     if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
+    if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
+    if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
     await applyModel(agent, body.model, secrets, config);
     agent.updatedAt = new Date();
     await tenant.em.flush();
@@ -226,11 +267,20 @@ const AGENT_SCHEMA = object(
     onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
     fallbackMessage: STRING,
     relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
+    debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS, description: 'Customer messages within this many ms of each other are answered once, together (0: off).' },
+    hours: hoursSchema,
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
   },
   { title: 'Agent' },
 );
+const EXAMPLE_HOURS = {
+  timezone: 'Europe/Berlin',
+  weekly: { mon: [['09:00', '18:00']], tue: [['09:00', '18:00']], wed: [['09:00', '18:00']], thu: [['09:00', '18:00']], fri: [['09:00', '17:00']] },
+  holidays: ['2026-12-25'],
+  outside: 'message',
+  outsideMessage: 'We are closed now and answer from 9:00.',
+};
 const EXAMPLE_AGENT = {
   id: 1,
   name: 'Support',
@@ -242,11 +292,13 @@ const EXAMPLE_AGENT = {
   onNoAnswer: 'handoff',
   fallbackMessage: DEFAULT_FALLBACK_TEXT,
   relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD,
+  debounceMs: 1500,
+  hours: EXAMPLE_HOURS,
   createdAt: EXAMPLE_TIME,
   updatedAt: EXAMPLE_TIME,
 };
 const ONE_AGENT = { schema: object({ agent: AGENT_SCHEMA }), example: { agent: EXAMPLE_AGENT } };
-const BAD_AGENT = 'a bad field, an unknown knowledgeBaseId, provider openai without model.name or model.baseUrl, a model.baseUrl at a private address, or a new model.baseUrl without model.apiKey';
+const BAD_AGENT = 'a bad field (hours: an unknown time zone, a bad range or date), an unknown knowledgeBaseId, provider openai without model.name or model.baseUrl, a model.baseUrl at a private address, or a new model.baseUrl without model.apiKey';
 const AGENT_ID = idPathParam('agent');
 
 export const agentRouteDocs: readonly RouteDoc[] = [
@@ -273,7 +325,7 @@ export const agentRouteDocs: readonly RouteDoc[] = [
     method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
     summary: 'Change an agent (only the fields sent; null restores a default)',
     params: [AGENT_ID],
-    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50' } },
+    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', debounceMs: 1500, hours: EXAMPLE_HOURS } },
     responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
     errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
   },

@@ -276,7 +276,7 @@ const MESSAGE = object(
     id: BIG_ID,
     seq: { type: 'integer', minimum: 1 },
     role: { type: 'string', enum: ['customer', 'agent', 'operator', 'system'] },
-    kind: { type: 'string', enum: ['message', 'reply', 'handoff_notice'] },
+    kind: { type: 'string', enum: ['message', 'reply', 'handoff_notice', 'transfer'] },
     text: STRING,
     externalId: { ...nullable(STRING), description: "The platform's id of the message." },
     replyToId: nullable(BIG_ID),

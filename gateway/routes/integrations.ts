@@ -34,6 +34,8 @@ interface IntegrationInput {
   region?: HelpdeskRegion;
   allowedOrigins?: string[];
   webhookSecret?: string;
+  /** Helpdesk: the operator group a handed-off dialog is transferred to; null: no transfer. */
+  handoffGroupId?: number | null;
 }
 
 const properties = {
@@ -44,6 +46,7 @@ const properties = {
   apiToken: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
   region: { type: 'string', enum: ['global', 'europe'] },
   allowedOrigins: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 500 } },
+  handoffGroupId: { type: ['integer', 'null'], minimum: 1, maximum: 2_147_483_647 },
 };
 const createBody = bodyValidator<IntegrationInput & { type: IntegrationType; name: string; agentId: number }>({
   title: 'IntegrationCreate',
@@ -63,7 +66,7 @@ const patchBody = bodyValidator<IntegrationInput>({
 /** 32 random bytes as hex: the shared secret senders key their HMAC with. */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
 
-const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region', 'webhookSecret'] as const;
+const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region', 'webhookSecret', 'handoffGroupId'] as const;
 const WEBCHAT_ONLY = ['allowedOrigins'] as const;
 
 function checkFieldsFitType(type: IntegrationType, body: IntegrationInput): void {
@@ -118,6 +121,7 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
     region: i.region,
     hasApiToken: i.apiTokenSealed !== null,
     allowedOrigins: i.allowedOrigins,
+    handoffGroupId: i.handoffGroupId,
     webhookUrl: webhookUrl(i),
     webhookStatus: i.type === 'helpdesk' ? webhookStatusOf(i.webhookStatus === 'ok', activity, now()) : i.webhookStatus,
     webhookRegisteredAt: i.webhookRegisteredAt ? i.webhookRegisteredAt.toISOString() : null,
@@ -196,6 +200,7 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
       webhookRegisteredAt: null,
       webhookRemoteId: null,
       allowedOrigins: normaliseOrigins(body.allowedOrigins ?? []),
+      handoffGroupId: body.handoffGroupId ?? null,
       createdAt: at,
       updatedAt: at,
     } as never);
@@ -239,6 +244,7 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
       if (asks || body.apiToken !== undefined) checkTokenWithUrl(integration.apiUrl, integration.apiTokenSealed !== null);
       // The secret the helpdesk signs with (Chat2Desk issues its own): write-only, the old one in grace.
       if (body.webhookSecret !== undefined && body.webhookSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.webhookSecret);
+      if (body.handoffGroupId !== undefined) integration.handoffGroupId = body.handoffGroupId;
     }
     if (body.name !== undefined) integration.name = body.name.trim();
     if (body.agentId !== undefined) integration.agentId = body.agentId;
@@ -320,6 +326,7 @@ const INTEGRATION_PROPERTIES = {
   region: nullable({ type: 'string', enum: ['global', 'europe'] }),
   hasApiToken: { ...BOOLEAN, description: 'Whether a helpdesk token is stored (it is write-only).' },
   allowedOrigins: { ...arrayOf(STRING), description: 'Webchat: the pages that may open the chat; empty: any.' },
+  handoffGroupId: { ...nullable(ID), description: 'Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to (null: no transfer call).' },
   webhookUrl: { type: 'string', description: 'PUBLIC_BASE_URL/api/webhook/{type}/{id}' },
   webhookStatus: { type: 'string', enum: ['pending', 'ok', 'failing'] },
   webhookRegisteredAt: nullable(TIMESTAMP),
@@ -341,6 +348,7 @@ const EXAMPLE_INTEGRATION = {
   region: 'global',
   hasApiToken: true,
   allowedOrigins: [],
+  handoffGroupId: 7,
   webhookUrl: 'https://bot.example.com/api/webhook/helpdesk/1',
   webhookStatus: 'pending',
   webhookRegisteredAt: null,
@@ -384,7 +392,7 @@ export const integrationRouteDocs: readonly RouteDoc[] = [
     summary: 'Change an integration (only the fields sent)',
     description: '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued (write-only; the previous one verifies through the grace period).',
     params: [INTEGRATION_ID],
-    body: { validators: [patchBody], example: { active: false } },
+    body: { validators: [patchBody], example: { active: false, handoffGroupId: 7 } },
     responses: { 200: { description: 'The integration as it is now.', ...ONE_INTEGRATION } },
     errors: { NOT_FOUND: NO_INTEGRATION, VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
   },

@@ -13,6 +13,7 @@ import type { SecretBox } from '../secrets.js';
 import type { AgentOutput, HandoffReason, ReplySource } from '../../schema/conversation.js';
 import type { Agent, ModelPricing } from '../../schema/entities.js';
 import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
+import type { BusinessHours } from './hours.js';
 import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall } from './openai-model.js';
 import { costUsd, pricingFor, reservationUsd } from './pricing.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
@@ -57,6 +58,10 @@ export interface AgentProfile {
   onNoAnswer: 'handoff' | 'fallback';
   fallbackMessage: string | null;
   relevanceThreshold: number;
+  /** Customer messages within this many ms of each other are answered once, together (0: off). */
+  debounceMs: number;
+  /** Business hours; null: always open. */
+  hours: BusinessHours | null;
 }
 
 /** The profile of an agent entity (its sealed key populated). */
@@ -76,6 +81,8 @@ export function agentProfile(a: Agent): AgentProfile {
     onNoAnswer: a.onNoAnswer === 'fallback' ? 'fallback' : 'handoff',
     fallbackMessage: a.fallbackMessage,
     relevanceThreshold: a.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+    debounceMs: a.debounceMs ?? 0,
+    hours: a.hours ?? null,
   };
 }
 
@@ -259,10 +266,12 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   };
   if (!result.usageReported) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
   const held = (output: AgentOutput): ModelAnswer => ({ output, reservationId: reservation.reservationId });
-  if (result.kind === 'reply' && result.text) return held({ kind: 'reply', text: result.text, usage, sources: found.map(sourceOf) });
+  const extras = result.leadStage ? { leadStage: result.leadStage } : {};
+  if (result.kind === 'reply' && (result.text || result.leadStage)) return held({ kind: 'reply', text: result.text ?? '', usage, sources: found.map(sourceOf), ...extras });
+  if (result.kind === 'close') return held({ kind: 'close', reason: result.closeReason ?? 'close_conversation', ...(result.text ? { text: result.text } : {}), usage, ...extras });
   // The model asked for a human: its tokens were spent, so they are charged.
-  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [] });
-  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}) }));
+  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], ...extras });
+  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}), ...extras }));
 }
 
 /** Releases a reservation whose call ended without an answer to charge (a failure to release is left to the expiry sweep). */

@@ -29,6 +29,7 @@ const HUMAN_REQUEST_PATTERNS: readonly RegExp[] = [
   phrase('(?<!tour )operators?'),
   phrase('real (?:person|people|human|agent)|live (?:agent|person|operator|support|chat)'),
   phrase('agent please|please (?:an? )?agent|representative'),
+  phrase('(?:want|need|get me|give me) (?:an? )?(?:live |real |human )?agent'),
   phrase('(?:talk|speak|chat) (?:to|with) (?:an? |some )?(?:someone|somebody|person|agent|manager|staff|support)'),
   phrase('connect me (?:to|with) (?:an? )?(?:person|agent|someone|somebody|manager)'),
   // Russian (and Ukrainian)
@@ -43,8 +44,11 @@ const HUMAN_REQUEST_PATTERNS: readonly RegExp[] = [
   phrase('humain|vraie personne|conseill(?:er|ère)|parler à quelqu.un'),
 ];
 
-/** A message that is just "человек!" / "человека" asks for a person; inside a sentence the word usually counts people. */
-const BARE_PERSON = /^(?:человек|человека|людина)$/u;
+/**
+ * A message that is just "человек!" / "человека" / "agent" asks for a person; inside a
+ * sentence the word usually counts people, or is someone else ("travel agent").
+ */
+const BARE_PERSON = /^(?:человек|человека|людина|(?:an? )?agents?)$/u;
 
 function normaliseMessage(text: string): string {
   return text.normalize('NFKC').toLowerCase().replace(/ё/g, 'е').replace(/\s+/g, ' ').trim();

@@ -9,6 +9,8 @@
  * `02:00`). A holiday (a local `YYYY-MM-DD`) is closed all day, including the part of the
  * previous evening's overnight range that falls on it.
  */
+import type { AgentOutput } from '../../schema/conversation.js';
+
 export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
 
@@ -100,4 +102,17 @@ export function isOpen(hours: BusinessHours, at: Date): boolean {
     if (e <= s && now.minute < e) return true;
   }
   return false;
+}
+
+/**
+ * What the agent does with a customer message that arrives at `at` (the outside-hours
+ * policy): null to answer it as usual (open, no hours, or `outside: "answer"`); outside the
+ * hours with `handoff`, a handoff (`outside_hours`, told `outsideMessage` if set); with
+ * `message`, a reply of `outsideMessage` (or the default), once per conversation: a customer
+ * `alreadyTold` gets an empty reply (nothing sent, the conversation stays active).
+ */
+export function outsideHoursOutput(hours: BusinessHours | null, at: Date, alreadyTold: boolean): AgentOutput | null {
+  if (!hours || hours.outside === 'answer' || isOpen(hours, at)) return null;
+  if (hours.outside === 'handoff') return { kind: 'handoff', reason: 'outside_hours', ...(hours.outsideMessage ? { text: hours.outsideMessage } : {}) };
+  return { kind: 'reply', text: alreadyTold ? '' : (hours.outsideMessage ?? DEFAULT_OUTSIDE_MESSAGE) };
 }

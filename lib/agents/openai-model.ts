@@ -47,6 +47,10 @@ const FAILURE_BACKOFF_MS = { first: 500, max: 8_000 };
 
 /** The tool a model calls to hand the conversation to a human (the handoff convention). */
 export const HANDOFF_TOOL = 'handoff_to_human';
+/** The tool a model calls to end the conversation (after its last words, if any). */
+export const CLOSE_TOOL = 'close_conversation';
+/** The tool a model calls to move the customer's lead to a stage of the sales pipeline. */
+export const LEAD_STAGE_TOOL = 'set_lead_stage';
 
 export interface ModelCall {
   baseUrl: string;
@@ -69,13 +73,18 @@ export interface ModelCall {
   onDelta?: (text: string) => void;
 }
 
-export type ModelCallOutcome = 'reply' | 'handoff' | 'failed' | 'cancelled';
+export type ModelCallOutcome = 'reply' | 'handoff' | 'close' | 'failed' | 'cancelled';
 
 export interface ModelResult {
-  kind: 'reply' | 'handoff';
+  /** `close`: the model called close_conversation (`text` is its last words, if any). */
+  kind: 'reply' | 'handoff' | 'close';
   text: string | null;
   /** Why the model handed off: the tool's `reason` argument, or 'empty answer'. */
   handoffReason?: string;
+  /** Why the model closed the conversation: the tool's `reason` argument, or the tool's name. */
+  closeReason?: string;
+  /** The stage the model moved the customer's lead to (set_lead_stage). */
+  leadStage?: string;
   inputTokens: number;
   outputTokens: number;
   /** False when the server reported no usage and the token counts are estimates. */
@@ -102,14 +111,32 @@ export class ModelCallFailed extends Error {
   }
 }
 
-const HANDOFF_TOOL_DEFINITION = {
-  type: 'function' as const,
-  function: {
-    name: HANDOFF_TOOL,
-    description: 'Hand the conversation to a human colleague: the customer asked for a person, or the answer is not in the knowledge provided.',
-    parameters: { type: 'object', properties: { reason: { type: 'string' } } },
+const TOOL_DEFINITIONS = [
+  {
+    type: 'function' as const,
+    function: {
+      name: HANDOFF_TOOL,
+      description: 'Hand the conversation to a human colleague: the customer asked for a person, or the answer is not in the knowledge provided.',
+      parameters: { type: 'object', properties: { reason: { type: 'string' } } },
+    },
   },
-};
+  {
+    type: 'function' as const,
+    function: {
+      name: CLOSE_TOOL,
+      description: 'End the conversation: the customer has what they needed and said goodbye. Say your last words in the message content.',
+      parameters: { type: 'object', properties: {} },
+    },
+  },
+  {
+    type: 'function' as const,
+    function: {
+      name: LEAD_STAGE_TOOL,
+      description: "Move the customer's lead to a stage of the sales pipeline (its name, e.g. \"Qualified\"), when the conversation shows they reached it.",
+      parameters: { type: 'object', properties: { stage: { type: 'string' } }, required: ['stage'] },
+    },
+  },
+];
 
 /** Rejects as soon as `signal` aborts, whatever `promise` is doing. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -238,7 +265,7 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   const budgetEnd = started + (call.retryBudgetMs ?? DEFAULT_MODEL_RETRY_BUDGET_MS);
   const deadline = new Deadline(totalMs);
   const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
-  const body = { model: call.model, messages: call.messages, tools: [HANDOFF_TOOL_DEFINITION] };
+  const body = { model: call.model, messages: call.messages, tools: TOOL_DEFINITIONS };
   let failures = 0;
   let slowDowns = 0;
   /** The call met a slowed-down server: its deadline is the retry budget. */
@@ -316,7 +343,8 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
 
   const choice = completion.choices?.[0];
   const text = typeof choice?.message?.content === 'string' ? storable(choice.message.content).trim() : '';
-  const toolCall = choice?.message?.tool_calls?.find((c) => c.type === 'function' && c.function.name === HANDOFF_TOOL);
+  const calls = choice?.message?.tool_calls ?? [];
+  const called = (name: string) => calls.find((c) => c.type === 'function' && c.function.name === name);
   const reportedIn = completion.usage?.prompt_tokens;
   const reportedOut = completion.usage?.completion_tokens ?? 0;
   const usageReported = isTokenCount(reportedIn) && isTokenCount(reportedOut);
@@ -324,9 +352,17 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   const inputTokens = usageReported ? reportedIn : call.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
   const outputTokens = usageReported ? reportedOut : text ? estimateTokens(text) : 0;
   const base = { inputTokens, outputTokens, usageReported, model: completion.model || call.model };
-  if (toolCall) return { kind: 'handoff', text: null, handoffReason: toolReason(toolCall), ...base };
+  const stageCall = called(LEAD_STAGE_TOOL);
+  const leadStage = stageCall ? toolArgument(stageCall, 'stage') : null;
+  const extras = leadStage ? { leadStage } : {};
+  const handoffCall = called(HANDOFF_TOOL);
+  if (handoffCall) return { kind: 'handoff', text: null, handoffReason: toolArgument(handoffCall, 'reason') ?? HANDOFF_TOOL, ...extras, ...base };
+  const closeCall = called(CLOSE_TOOL);
+  if (closeCall) return { kind: 'close', text: text || null, closeReason: toolArgument(closeCall, 'reason') ?? CLOSE_TOOL, ...extras, ...base };
+  // A lead moved without a word: nothing to send, not a failure to answer.
+  if (!text && leadStage) return { kind: 'reply', text: '', ...extras, ...base };
   if (!text) return { kind: 'handoff', text: null, handoffReason: 'empty answer', ...base };
-  return { kind: 'reply', text, ...base };
+  return { kind: 'reply', text, ...extras, ...base };
 }
 
 /** One streamed attempt: the completion read back from its chunks (model-stream.ts). */
@@ -370,11 +406,13 @@ function connectionFailure(err: unknown): string {
   return err instanceof OpenAI.APIConnectionTimeoutError ? 'timed out' : 'the model server could not be reached';
 }
 
-function toolReason(call: { type: string }): string {
+/** A tool call's string argument (trimmed, at most 500 characters), or null. */
+function toolArgument(call: { type: string }, name: string): string | null {
   try {
-    const args = JSON.parse((call as unknown as { function: { arguments?: string } }).function.arguments || '{}') as { reason?: unknown };
-    return typeof args.reason === 'string' && args.reason.trim() ? args.reason.trim().slice(0, 500) : HANDOFF_TOOL;
+    const args = JSON.parse((call as unknown as { function: { arguments?: string } }).function.arguments || '{}') as Record<string, unknown>;
+    const value = args[name];
+    return typeof value === 'string' && value.trim() ? value.trim().slice(0, 500) : null;
   } catch {
-    return HANDOFF_TOOL;
+    return null;
   }
 }

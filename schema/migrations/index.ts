@@ -12,6 +12,7 @@ import { Migration0011ExactlyOnceDelivery } from './0011-exactly-once-delivery.j
 import { Migration0012WebhookActivity } from './0012-webhook-activity.js';
 import { Migration0013ModelCalls } from './0013-model-calls.js';
 import { Migration0014Leads } from './0014-leads.js';
+import { Migration0015AgentBehaviour } from './0015-agent-behaviour.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   { name: '0012-webhook-activity', class: Migration0012WebhookActivity },
   { name: '0013-model-calls', class: Migration0013ModelCalls },
   { name: '0014-leads', class: Migration0014Leads },
+  { name: '0015-agent-behaviour', class: Migration0015AgentBehaviour },
 ];

@@ -2,9 +2,9 @@ import t, { type Test } from 'tap';
 import { MAX_ANSWER_ATTEMPTS } from '../../actors/host.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
-import { signUp, startTestService } from '../support/service.js';
+import { startTestService } from '../support/service.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
-import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { eventually, messageEnvelope, modelAgentCompany, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 /**
  * No message makes the worker loop: an answer the database refuses hands the conversation to
@@ -27,16 +27,7 @@ llm.respond((req) => {
   return { content: `Model says: ${text}` };
 });
 
-async function setup(name: string, agentExtra: Record<string, unknown> = {}) {
-  const user = await signUp(svc.api, name);
-  const created = await svc.api('POST', '/api/agents', {
-    token: user.token,
-    body: { name: 'LLM', model: { provider: 'openai', name: 'gpt-4o', baseUrl: llm.baseUrl, apiKey: 'sk' }, ...agentExtra },
-  });
-  if (created.status !== 201) throw new Error(`agent: ${created.status} ${JSON.stringify(created.body)}`);
-  const integration = await createHelpdeskIntegration(svc, user, helpdesk, name, created.body.agent.id);
-  return { user, agent: created.body.agent, integration };
-}
+const setup = (name: string, agentExtra: Record<string, unknown> = {}) => modelAgentCompany(svc, helpdesk, llm.baseUrl, name, agentExtra);
 
 const sentTo = (clientId: string) => helpdesk.sent().filter((b) => b.client_id === clientId);
 const modelCallsFor = (text: string) => llm.requests.filter((r) => llm.lastUserText(r) === text).length;

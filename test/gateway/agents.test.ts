@@ -82,3 +82,39 @@ t.test('model pricing as decimal strings or JSON numbers; model.maxConcurrency',
   t.equal(fractional.status, 400);
   t.same((await api('GET', `/api/agents/${id}`, { token: acme.token })).body.agent.model.pricing, { inputUsdPerMTok: '0.0000001', outputUsdPerMTok: '2.50' }, 'nothing changed by the refused requests');
 });
+
+t.test('debounceMs and business hours: defaults, stored, validated field by field', async (t) => {
+  const created = (await api('POST', '/api/agents', { token: acme.token, body: { name: 'Timed' } })).body.agent;
+  t.match(created, { debounceMs: 0, hours: null }, 'off and always open by default');
+  const hours = { timezone: 'Europe/Berlin', weekly: { mon: [['09:00', '18:00']], fri: [['22:00', '02:00']] }, holidays: ['2026-12-25'], outside: 'message', outsideMessage: 'Closed, back at 9.' };
+  const patched = await api('PATCH', `/api/agents/${created.id}`, { token: acme.token, body: { debounceMs: 1500, hours } });
+  t.equal(patched.status, 200);
+  t.same(patched.body.agent.hours, hours);
+  t.equal(patched.body.agent.debounceMs, 1500);
+  t.same((await api('GET', `/api/agents/${created.id}`, { token: acme.token })).body.agent, patched.body.agent, 'stored');
+  const minimal = await api('POST', '/api/agents', { token: acme.token, body: { name: 'Min', hours: { timezone: 'UTC', weekly: {}, outside: 'handoff' } } });
+  t.same(minimal.body.agent.hours, { timezone: 'UTC', weekly: {}, holidays: [], outside: 'handoff', outsideMessage: null }, 'optional fields filled in');
+  const cleared = await api('PATCH', `/api/agents/${created.id}`, { token: acme.token, body: { hours: null, debounceMs: 0 } });
+  t.match(cleared.body.agent, { hours: null, debounceMs: 0 });
+
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['debounce too long', { debounceMs: 60_001 }, 'debounceMs'],
+    ['debounce negative', { debounceMs: -1 }, 'debounceMs'],
+    ['debounce fractional', { debounceMs: 1.5 }, 'debounceMs'],
+    ['unknown time zone', { hours: { ...hours, timezone: 'Mars/Olympus' } }, 'hours.timezone'],
+    ['bad time', { hours: { ...hours, weekly: { mon: [['9:00', '18:00']] } } }, 'hours.weekly.mon.0.0'],
+    ['empty range', { hours: { ...hours, weekly: { tue: [['10:00', '10:00']] } } }, 'hours.weekly.tue.0'],
+    ['unknown weekday', { hours: { ...hours, weekly: { funday: [] } } }, 'hours.weekly.funday'],
+    ['bad holiday', { hours: { ...hours, holidays: ['2026-02-30x'] } }, 'hours.holidays.0'],
+    ['impossible holiday', { hours: { ...hours, holidays: ['2026-13-40'] } }, 'hours.holidays.0'],
+    ['bad policy', { hours: { ...hours, outside: 'sleep' } }, 'hours.outside'],
+    ['no policy', { hours: { timezone: 'UTC', weekly: {} } }, 'hours.outside'],
+  ];
+  for (const [label, body, field] of cases) {
+    const res = await api('PATCH', `/api/agents/${created.id}`, { token: acme.token, body });
+    t.equal(res.status, 400, label);
+    t.equal(res.body.error?.code, 'VALIDATION_ERROR', label);
+    t.ok(res.body.error?.details?.some((d: { field: string }) => d.field === field), `${label}: names ${field} (${JSON.stringify(res.body.error?.details)})`);
+  }
+  t.match((await api('GET', `/api/agents/${created.id}`, { token: acme.token })).body.agent, { hours: null, debounceMs: 0 }, 'nothing changed');
+});

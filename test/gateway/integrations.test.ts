@@ -79,6 +79,9 @@ t.test('validation errors name the field', async (t) => {
     ['token on a webchat', { type: 'webchat', name: 'x', agentId: acmeAgent, apiToken: 'abc' }, 'apiToken'],
     ['origin with a path', { type: 'webchat', name: 'x', agentId: acmeAgent, allowedOrigins: ['https://a.example/page'] }, 'allowedOrigins.0'],
     ['unknown field', { type: 'helpdesk', name: 'x', agentId: acmeAgent, colour: 'red' }, 'colour'],
+    ['handoff group on a webchat', { type: 'webchat', name: 'x', agentId: acmeAgent, handoffGroupId: 3 }, 'handoffGroupId'],
+    ['handoff group zero', { type: 'helpdesk', name: 'x', agentId: acmeAgent, handoffGroupId: 0 }, 'handoffGroupId'],
+    ['handoff group not a number', { type: 'helpdesk', name: 'x', agentId: acmeAgent, handoffGroupId: '3' }, 'handoffGroupId'],
   ];
   for (const [label, body, field] of cases) {
     const res = await api('POST', '/api/integrations', { token: acme.token, body });
@@ -110,6 +113,11 @@ t.test('PATCH changes what it is given; DELETE removes', async (t) => {
   t.equal((await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { type: 'webchat' } })).status, 400, 'type cannot change');
   const cleared = await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { apiToken: null, apiUrl: null } });
   t.match(cleared.body.integration, { apiUrl: null, region: null, hasApiToken: false });
+  t.equal(cleared.body.integration.handoffGroupId, null, 'no handoff group by default');
+  const grouped = await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { handoffGroupId: 42 } });
+  t.equal(grouped.body.integration.handoffGroupId, 42);
+  t.equal((await api('GET', `/api/integrations/${i.id}`, { token: acme.token })).body.integration.handoffGroupId, 42, 'stored');
+  t.equal((await api('PATCH', `/api/integrations/${i.id}`, { token: acme.token, body: { handoffGroupId: null } })).body.integration.handoffGroupId, null, 'null clears it');
 
   t.equal((await api('DELETE', `/api/integrations/${i.id}`, { token: acme.token })).status, 204);
   t.equal((await api('GET', `/api/integrations/${i.id}`, { token: acme.token })).status, 404);

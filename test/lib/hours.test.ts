@@ -1,5 +1,5 @@
 import t from 'tap';
-import { hoursProblems, isOpen, type BusinessHours } from '../../lib/agents/hours.js';
+import { DEFAULT_OUTSIDE_MESSAGE, hoursProblems, isOpen, outsideHoursOutput, type BusinessHours } from '../../lib/agents/hours.js';
 
 /**
  * Business hours in the agent's own time zone, with the moment passed in (an injected
@@ -45,4 +45,19 @@ t.test('what is wrong with a configuration, field by field', async (t) => {
   const bad = hoursProblems({ timezone: 'Mars/Olympus', weekly: { mon: [['9:00', '18:00']], xyz: [] } as never, holidays: ['25.12.2026'], outside: 'answer' });
   t.same(bad.map((p) => p.field).sort(), ['hours.holidays.0', 'hours.timezone', 'hours.weekly.mon.0', 'hours.weekly.xyz']);
   t.same(hoursProblems({ timezone: 'UTC', weekly: { mon: [['10:00', '10:00']] }, outside: 'answer' }).map((p) => p.field), ['hours.weekly.mon.0']);
+});
+
+t.test('the outside-hours policy decides what a message gets', async (t) => {
+  const open = at('2026-11-23T08:00:00Z'); // Monday 09:00 Berlin
+  const closed = at('2026-11-23T02:00:00Z'); // Monday 03:00 Berlin
+  t.equal(outsideHoursOutput(null, closed, false), null, 'no hours: always answered');
+  t.equal(outsideHoursOutput(berlin, open, false), null, 'open: answered as usual');
+  t.equal(outsideHoursOutput({ ...berlin, outside: 'answer' }, closed, false), null, '"answer": answered anyway');
+  t.same(outsideHoursOutput(berlin, closed, false), { kind: 'handoff', reason: 'outside_hours' }, '"handoff": to a human');
+  t.same(outsideHoursOutput({ ...berlin, outsideMessage: 'Back at 9.' }, closed, false), { kind: 'handoff', reason: 'outside_hours', text: 'Back at 9.' }, 'told outsideMessage as it goes');
+  const message = { ...berlin, outside: 'message' as const, outsideMessage: 'Closed now, back at 9.' };
+  t.same(outsideHoursOutput(message, closed, false), { kind: 'reply', text: 'Closed now, back at 9.' }, '"message": the message');
+  t.same(outsideHoursOutput(message, closed, true), { kind: 'reply', text: '' }, 'once: nothing more to a customer already told');
+  t.same(outsideHoursOutput({ ...message, outsideMessage: null }, closed, false), { kind: 'reply', text: DEFAULT_OUTSIDE_MESSAGE }, 'the default message');
+  t.equal(outsideHoursOutput(message, open, true), null, 'open again: answered');
 });

@@ -11,7 +11,7 @@ import { streamNames } from '../../lib/streams.js';
 import type { AgentOutput } from '../../schema/conversation.js';
 import type { InboundEnvelope, NormalisedMessage, StatusHook } from '../../schema/envelope.js';
 import type { Chat2DeskStub } from './chat2desk-stub.js';
-import { TEST_NATS_URL, type ApiClient } from './service.js';
+import { signUp, TEST_NATS_URL, type ApiClient } from './service.js';
 
 /** Timings that keep test files short: leases expire in 3 s, short fetches, fast retries. */
 export const FAST_WORKER_OPTIONS: WorkerOptions = {
@@ -33,7 +33,7 @@ export interface TestWorker extends RunningWorker {
 export async function startTestWorker(
   t: Test,
   svc: { config: Config; orm: Orm },
-  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions } = {},
+  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions; now?: () => number } = {},
 ): Promise<TestWorker> {
   const nc = await connectNats(svc.config.natsUrl ?? TEST_NATS_URL, `test-worker-${options.workerId ?? 'w'}`);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -45,6 +45,7 @@ export async function startTestWorker(
     agent: options.agent === 'builtin' ? undefined : (options.agent ?? echoAgent()),
     workerId: options.workerId,
     options: { ...FAST_WORKER_OPTIONS, ...options.options },
+    now: options.now,
   });
   t.teardown(async () => {
     await worker.close().catch(() => {});
@@ -103,6 +104,27 @@ export async function createHelpdeskIntegration(
   const res = await svc.api('POST', '/api/integrations', { token: user.token, body: { type: 'helpdesk', name, agentId, apiUrl: stub.url, apiToken: stub.token } });
   if (res.status !== 201) throw new Error(`POST /api/integrations: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.integration.id, companyId: user.companyId, webhookSecret: res.body.integration.webhookSecret };
+}
+
+/**
+ * A new company whose model agent (`gpt-4o` at the OpenAI-compatible stand-in `modelBaseUrl`,
+ * plus `agentExtra` fields) answers on a helpdesk integration at the Chat2Desk stand-in.
+ */
+export async function modelAgentCompany(
+  svc: { api: ApiClient },
+  helpdesk: Chat2DeskStub,
+  modelBaseUrl: string,
+  name: string,
+  agentExtra: Record<string, unknown> = {},
+): Promise<{ user: { token: string; companyId: number }; agent: any; integration: TestIntegration & { webhookSecret: string } }> {
+  const user = await signUp(svc.api, name);
+  const created = await svc.api('POST', '/api/agents', {
+    token: user.token,
+    body: { name: 'LLM', model: { provider: 'openai', name: 'gpt-4o', baseUrl: modelBaseUrl, apiKey: 'sk-test-key' }, ...agentExtra },
+  });
+  if (created.status !== 201) throw new Error(`agent: ${created.status} ${JSON.stringify(created.body)}`);
+  const integration = await createHelpdeskIntegration(svc, user, helpdesk, name, created.body.agent.id);
+  return { user, agent: created.body.agent, integration };
 }
 
 let seqNo = 0;
