@@ -1,4 +1,4 @@
-import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from './nats.js';
 
@@ -100,9 +100,44 @@ export async function ensureStreams(nc: NatsConnection, names: StreamNames, opti
   }
   // Only a stream that differs is updated: every process starting at once would otherwise
   // queue the same (slow, for a replica change) update behind one another.
-  const differs = (Object.keys(config) as (keyof typeof config)[]).some((k) => JSON.stringify(current[k]) !== JSON.stringify(config[k]));
-  if (differs) await jsm.streams.update(config.name, { ...current, ...config });
+  if (differsFrom(current, config)) await applyStreamConfig(jsm, config.name, current, config);
   return jsm;
+}
+
+const differsFrom = (current: StreamConfig, wanted: Partial<StreamConfig>): boolean =>
+  (Object.keys(wanted) as (keyof StreamConfig)[]).some((k) => JSON.stringify(current[k]) !== JSON.stringify(wanted[k]));
+
+/** How often a pending stream update is checked against what the stream says. */
+const UPDATE_CHECK_MS = 1_000;
+
+/**
+ * Updates a stream to `wanted`, done as soon as the stream reads so: processes starting
+ * together send the same update, and on a busy cluster the answer to the second one can be
+ * held back until the first one's replica change completes (or never come), although the
+ * stream already has the configuration.
+ */
+async function applyStreamConfig(jsm: JetStreamManager, name: string, current: StreamConfig, wanted: Partial<StreamConfig>): Promise<void> {
+  let failure: unknown = null;
+  const update = jsm.streams.update(name, { ...current, ...wanted }).then(
+    () => true,
+    (err: unknown) => {
+      failure = err;
+      return false;
+    },
+  );
+  const deadline = Date.now() + STREAM_ADMIN_TIMEOUT_MS;
+  const pause = () => new Promise<false>((resolve) => setTimeout(() => resolve(false), UPDATE_CHECK_MS));
+  for (;;) {
+    if (await Promise.race([update, pause()])) return;
+    // Refused (another update under way) or not answered yet: the stream may have it already.
+    const seen = await jsm.streams.info(name).catch(() => null);
+    if (seen && !differsFrom(seen.config, wanted)) return;
+    if (Date.now() >= deadline) {
+      if (failure === null && (await update)) return;
+      throw failure ?? new Error(`stream ${name}: the update was not applied within ${STREAM_ADMIN_TIMEOUT_MS} ms`);
+    }
+    if (failure !== null) await pause();
+  }
 }
 
 /**
@@ -116,7 +151,8 @@ export async function ensureKvBucket(nc: NatsConnection, bucket: string, options
   const stream = `KV_${bucket}`;
   const { config } = await jsm.streams.info(stream);
   const maxAge = options.ttlMs * 1_000_000;
-  if (config.num_replicas !== replicas || config.max_age !== maxAge) await jsm.streams.update(stream, { ...config, num_replicas: replicas, max_age: maxAge });
+  const wanted = { num_replicas: replicas, max_age: maxAge };
+  if (differsFrom(config, wanted)) await applyStreamConfig(jsm, stream, config, wanted);
   return kv;
 }
 
