@@ -135,7 +135,7 @@ returning o.id, o.company_id, o.conversation_id, o.message_id, o.kind, o.attempt
   exists (select 1 from outbox l where l.conversation_id = o.conversation_id and l.id > o.id and l.status in ('pending', 'sending')) as has_next,
   c.status as conversation_status, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id,
   i.api_url, i.api_token_sealed, i.handoff_group_id, m.seq, m.role, m.text, m.created_at,
-  (select r.external_id from conversation_messages r where r.id = m.reply_to_id) as reply_to_external_id`;
+  case when o.kind = 'helpdesk_transfer' then (select r.external_id from conversation_messages r where r.id = m.reply_to_id) end as reply_to_external_id`;
 
 // The outbox row and its message in one statement (a data-modifying CTE always runs); only
 // rows still sending under the finishing sender's epoch change (fencing).

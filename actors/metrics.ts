@@ -12,6 +12,22 @@ export const MODEL_CALL_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45
 /** A scrape never waits longer than this on NATS or PostgreSQL: a figure it cannot read is left out. */
 export const METRICS_READ_DEADLINE_MS = 2_000;
 
+/**
+ * Figures read from NATS and PostgreSQL are read at most this often, whoever scrapes (an
+ * all-in-one process serves /metrics on its public port): concurrent scrapes share a read.
+ */
+export const METRICS_READ_EVERY_MS = 5_000;
+
+/** `read`'s last result while it is younger than `everyMs`; one read in flight at a time. */
+function reusedFor<T>(everyMs: number, read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | null = null;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= everyMs) last = { at: now, value: read() };
+    return last.value;
+  };
+}
+
 export interface WorkerMetricSources {
   jsm: JetStreamManager;
   names: StreamNames;
@@ -42,6 +58,34 @@ select case when status = 'pending' then 'pending'
  */
 export function registerWorkerMetrics(registry: Registry, sources: WorkerMetricSources): WorkerMetrics {
   const { jsm, names, sql, logger } = sources;
+  const readDepths = reusedFor(METRICS_READ_EVERY_MS, async () => {
+    const depths = new Map<number, number>();
+    await Promise.all(
+      sources.ownedPartitions().map(async (p) => {
+        try {
+          const info = await withinDeadline(jsm.consumers.info(names.inboundStream, names.partitionConsumer(p)), METRICS_READ_DEADLINE_MS);
+          depths.set(p, info.num_pending + info.num_ack_pending);
+        } catch (err) {
+          logger.debug({ err: (err as Error).message, partition: p }, 'metrics: queue depth not read');
+        }
+      }),
+    );
+    return depths;
+  });
+  const readOutbox = reusedFor(METRICS_READ_EVERY_MS, async (): Promise<Record<string, number> | null> => {
+    const owned = sources.ownedPartitions();
+    const counts: Record<string, number> = { pending: 0, sending: 0, uncertain: 0 };
+    try {
+      if (owned.length > 0) {
+        const rows = await withinDeadline(query<{ state: string; n: number }>(sql, 'metrics_outbox_by_state', OUTBOX_BY_STATE, [owned]), METRICS_READ_DEADLINE_MS);
+        for (const r of rows) counts[r.state] = r.n;
+      }
+      return counts;
+    } catch (err) {
+      logger.debug({ err: (err as Error).message }, 'metrics: outbox counts not read');
+      return null;
+    }
+  });
   const duration = new Histogram({
     name: 'model_call_duration_seconds',
     help: 'Model calls from the first attempt to the answer (retries and slow-down waits included), by outcome',
@@ -55,17 +99,9 @@ export function registerWorkerMetrics(registry: Registry, sources: WorkerMetricS
     labelNames: ['partition'] as const,
     registers: [registry],
     async collect() {
+      const depths = await readDepths();
       this.reset();
-      await Promise.all(
-        sources.ownedPartitions().map(async (p) => {
-          try {
-            const info = await withinDeadline(jsm.consumers.info(names.inboundStream, names.partitionConsumer(p)), METRICS_READ_DEADLINE_MS);
-            this.set({ partition: String(p) }, info.num_pending + info.num_ack_pending);
-          } catch (err) {
-            logger.debug({ err: (err as Error).message, partition: p }, 'metrics: queue depth not read');
-          }
-        }),
-      );
+      for (const [p, depth] of depths) this.set({ partition: String(p) }, depth);
     },
   });
   new Gauge({
@@ -74,19 +110,9 @@ export function registerWorkerMetrics(registry: Registry, sources: WorkerMetricS
     labelNames: ['state'] as const,
     registers: [registry],
     async collect() {
+      const counts = await readOutbox();
       this.reset();
-      const owned = sources.ownedPartitions();
-      const counts: Record<string, number> = { pending: 0, sending: 0, uncertain: 0 };
-      try {
-        if (owned.length > 0) {
-          const rows = await withinDeadline(query<{ state: string; n: number }>(sql, 'metrics_outbox_by_state', OUTBOX_BY_STATE, [owned]), METRICS_READ_DEADLINE_MS);
-          for (const r of rows) counts[r.state] = r.n;
-        }
-      } catch (err) {
-        logger.debug({ err: (err as Error).message }, 'metrics: outbox counts not read');
-        return;
-      }
-      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      if (counts) for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
     },
   });
   const gauge = (name: string, help: string, read: () => number) =>

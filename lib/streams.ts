@@ -1,5 +1,6 @@
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { withinDeadline } from './deadline.js';
 import type { NatsConnection } from './nats.js';
 
 /**
@@ -126,17 +127,17 @@ async function applyStreamConfig(jsm: JetStreamManager, name: string, current: S
     },
   );
   const deadline = Date.now() + STREAM_ADMIN_TIMEOUT_MS;
-  const pause = () => new Promise<false>((resolve) => setTimeout(() => resolve(false), UPDATE_CHECK_MS));
   for (;;) {
-    if (await Promise.race([update, pause()])) return;
-    // Refused (another update under way) or not answered yet: the stream may have it already.
-    const seen = await jsm.streams.info(name).catch(() => null);
+    let tick: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([update, new Promise<false>((resolve) => (tick = setTimeout(() => resolve(false), UPDATE_CHECK_MS)))]).finally(() => clearTimeout(tick));
+    if (answered) return;
+    // Not answered yet, or refused: the stream may have the configuration already.
+    const seen = await withinDeadline(jsm.streams.info(name), UPDATE_CHECK_MS).catch(() => null);
     if (seen && !differsFrom(seen.config, wanted)) return;
-    if (Date.now() >= deadline) {
-      if (failure === null && (await update)) return;
-      throw failure ?? new Error(`stream ${name}: the update was not applied within ${STREAM_ADMIN_TIMEOUT_MS} ms`);
-    }
-    if (failure !== null) await pause();
+    // The server said no (not a lost answer): nothing to wait for.
+    if (failure instanceof JetStreamApiError) throw failure;
+    if (Date.now() >= deadline) throw failure ?? new Error(`stream ${name}: the update was not applied within ${STREAM_ADMIN_TIMEOUT_MS} ms`);
+    if (failure !== null) await new Promise((resolve) => setTimeout(resolve, UPDATE_CHECK_MS));
   }
 }
 

@@ -22,6 +22,12 @@ import { conversationLaneKey, type Applied, type Lane, type Lanes } from './lane
  * to answering (actors/host/answers.ts then owns the answer, with its attempt bound).
  */
 const RETRY_MS = 1_000;
+/** Longer than any debounce window (60 s at most). */
+const MAX_TIMER_MS = 65_000;
+
+const timerOf = (conv: ConversationRow): Omit<Timer, 'dueAt' | 'handle'> => ({
+  conversationId: conv.id, companyId: conv.company_id, integrationId: conv.integration_id, clientId: conv.client_id, partition: conv.partition,
+});
 
 interface Timer {
   conversationId: number;
@@ -35,6 +41,8 @@ interface Timer {
 
 type Elapsed =
   | { kind: 'done'; settle: AnswerSettlement[] }
+  /** Answering a window's messages with no answer under way here (it failed, or its worker died): asked again. */
+  | { kind: 'resume'; conv: ConversationRow }
   /** Not due yet (a timer that fired early, or a deadline moved by a message): armed again. */
   | { kind: 'collecting'; conv: ConversationRow }
   | { kind: 'answer'; conv: ConversationRow; messageId: string; text: string };
@@ -71,7 +79,7 @@ export class DebounceTimers {
     const dueAt = Date.parse(due);
     const old = this.#timers.get(conv.id);
     if (old?.dueAt === dueAt) return;
-    this.#schedule({ conversationId: conv.id, companyId: conv.company_id, integrationId: conv.integration_id, clientId: conv.client_id, partition: conv.partition }, dueAt);
+    this.#schedule(timerOf(conv), dueAt);
   }
 
   /**
@@ -88,7 +96,8 @@ export class DebounceTimers {
           `select * from conversations where partition = $1 and status = 'active' and snapshot->'context'->>'answerDueAt' is not null`,
           [partition],
         );
-        for (const conv of rows) this.arm(conv);
+        // An answer of a window that was under way when the previous owner stopped: asked again at once.
+        for (const conv of rows) isAnswering(conv.state) ? this.#schedule(timerOf(conv), this.#deps.now()) : this.arm(conv);
         if (rows.length > 0) this.#deps.logger.info({ partition, conversations: rows.length }, 'host: debounce deadlines re-armed');
         return;
       } catch (err) {
@@ -116,7 +125,8 @@ export class DebounceTimers {
 
   #schedule(at: Omit<Timer, 'dueAt' | 'handle'>, dueAt: number): void {
     this.#drop(at.conversationId);
-    const handle = setTimeout(() => this.#fire(timer), Math.max(0, dueAt - this.#deps.now()));
+    // A deadline further out than any window (a clock moved back) is looked at again, never overflowing the timer.
+    const handle = setTimeout(() => this.#fire(timer), Math.min(Math.max(0, dueAt - this.#deps.now()), MAX_TIMER_MS));
     const timer: Timer = { ...at, dueAt, handle };
     this.#timers.set(at.conversationId, timer);
   }
@@ -137,6 +147,7 @@ export class DebounceTimers {
     const out = await this.#deps.commits.run(
       async (client, plan): Promise<Elapsed> => {
         const conv = await lockConversation(client, timer.conversationId);
+        if (conv && isAnswering(conv.state) && conv.snapshot.context.answerDueAt) return { kind: 'resume', conv };
         if (!conv || !isCollecting(conv.state)) return { kind: 'done', settle: [] };
         plan.step(conv, { type: 'debounce.elapsed', at: new Date(this.#deps.now()).toISOString() });
         if (!isAnswering(conv.state)) return { kind: 'collecting', conv };
@@ -148,6 +159,12 @@ export class DebounceTimers {
       (client, e) => settleAnswers(client, e.kind === 'done' ? e.settle : []),
     );
     if (out.kind === 'collecting') this.arm(out.conv);
+    if (out.kind === 'resume') {
+      if (lane.agentTask) return 'ack';
+      this.#deps.answers.resume(lane, out.conv);
+      // Its outcome decides, as a first answer's does: one that could not be worked out is tried again.
+      return lane.agentTask ? { wait: lane.agentTask } : 'ack';
+    }
     if (out.kind !== 'answer') return 'ack';
     return { wait: this.#deps.answers.start(lane, out.conv, out.messageId, out.text, route) };
   }

@@ -1,7 +1,7 @@
 import { settleAnswers, type AnswerSettlement } from '../../lib/credit.js';
 import { partitionOfEnvelope } from '../../lib/inbound.js';
 import { attachTrace, traceOf } from '../../lib/tracing.js';
-import { outsideHoursOutput } from '../../lib/agents/hours.js';
+import { isOpen, outsideHoursOutput } from '../../lib/agents/hours.js';
 import { query, type SqlClient } from '../../lib/db.js';
 import { collectedText, statusOf } from '../../machines/conversation.js';
 import type { ConversationEvent } from '../../schema/conversation.js';
@@ -142,7 +142,14 @@ export class CustomerMessages {
     );
     const storedByConv = new Map(stored.map((r) => [r.conversation_id, r]));
     const now = new Date(this.#now());
-    const told = await toldOutsideHours(client, applying.filter((i) => reqs[i]!.route.behaviour.hours?.outside === 'message').map((i) => convOf(i).id));
+    // Read only for customers writing outside the hours of an agent that tells them once.
+    const told = await toldOutsideHours(
+      client,
+      applying.filter((i) => {
+        const hours = reqs[i]!.route.behaviour.hours;
+        return hours?.outside === 'message' && !isOpen(hours, now);
+      }).map((i) => convOf(i).id),
+    );
     const local: { conv: ConversationRow; messageId: string; text: string; agentId: number | null }[] = [];
     for (const i of applying) {
       const conv = convOf(i);
@@ -155,7 +162,8 @@ export class CustomerMessages {
       // Outside business hours the agent's policy answers at once (no debounce window).
       const outside = outsideHoursOutput(behaviour.hours, now, told.has(conv.id));
       const event: ConversationEvent = {
-        type: 'customer.message', messageId: row.id, text: m.text, at: m.sentAt,
+        // Our clock, not the sender's: a debounce deadline is `at` + debounceMs, judged by our clock.
+        type: 'customer.message', messageId: row.id, text: m.text, at: now.toISOString(),
         ...(m.requestId !== null ? { requestId: m.requestId } : {}),
         ...(m.dialogId !== null ? { dialogId: m.dialogId } : {}),
         ...(behaviour.debounceMs > 0 && !outside ? { debounceMs: behaviour.debounceMs } : {}),

@@ -64,7 +64,12 @@ t.test('a backlog shows in the figures while it lasts, and they settle to zero o
 
   await helpdesk.waitFor(() => customers.every((c) => helpdesk.sent().some((s) => s.client_id === c)), 20_000);
   await untilIdle(svc);
-  const after = await scrape();
+  // The figures read from NATS and PostgreSQL are at most METRICS_READ_EVERY_MS old.
+  let after = '';
+  await waitUntil(async () => {
+    after = await scrape();
+    return total(after, 'inbound_queue_depth') === 0 && samples(after, 'outbox_rows').size === 3 && total(after, 'outbox_rows') === 0;
+  }, 15_000, 'the figures settle');
   t.equal(samples(after, 'model_call_duration_seconds_count').get('{outcome="reply"}'), customers.length, 'one observation per model answer');
   t.ok((samples(after, 'model_call_duration_seconds_sum').get('{outcome="reply"}') ?? 0) >= customers.length * 0.9, 'each took the model stand-in\'s second');
   const buckets = [...samples(after, 'model_call_duration_seconds_bucket').keys()].map((k) => /le="([^"]+)"/.exec(k)?.[1]);

@@ -16,7 +16,8 @@ const DEBOUNCE_MS = 4000;
 const svc = await startTestService(t, 'debounce_sigkill', { env: { PARTITIONS: '1' } });
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
-llm.respond((req) => ({ delayMs: 1000, content: `Model says: ${llm.lastUserText(req).replace(/\n/g, ' | ')}` }));
+// Lee's question takes the model 5 s: long enough for a worker to die while it is asked.
+llm.respond((req) => ({ delayMs: llm.lastUserText(req).includes('Bergen') ? 5000 : 1000, content: `Model says: ${llm.lastUserText(req).replace(/\n/g, ' | ')}` }));
 const user = await signUp(svc.api, 'Sigkill Co');
 const agent = await svc.api('POST', '/api/agents', {
   token: user.token,
@@ -36,6 +37,10 @@ const say = async (n: number, text: string, clientId = 'kim') => {
 const storedMessages = async (clientId: string) =>
   (await sql(svc.orm, `select count(*)::int as n from conversation_messages m join conversations c on c.id = m.conversation_id where m.role = 'customer' and c.client_id = ?`, [clientId]))[0].n as number;
 const kimsModelCalls = () => llm.requests.filter((r) => llm.lastUserText(r).includes('Oslo')).length;
+const leesModelCalls = () => llm.requests.filter((r) => llm.lastUserText(r).includes('Bergen')).length;
+let running: ReturnType<typeof startWorkerProcess> | null = null;
+/** The file's own test: a worker started on it lives on into the next test. */
+const file = t;
 const collecting = async () => (await sql(svc.orm, `select state from conversations where client_id = 'kim'`))[0]?.state?.active === 'collecting';
 
 t.test('SIGKILL inside the debounce window: the next worker answers both messages, once', async (t) => {
@@ -56,7 +61,8 @@ t.test('SIGKILL inside the debounce window: the next worker answers both message
   await a.exited;
   t.equal(kimsModelCalls(), 0, 'killed before the window ended: the model was not asked');
 
-  const b = startWorkerProcess(t, workerEnv);
+  const b = startWorkerProcess(file, workerEnv);
+  running = b;
   try {
     await waitUntil(() => helpdesk.sent().some((m) => m.client_id === 'kim'), 30_000, 'the answer');
   } catch (err) {
@@ -69,4 +75,29 @@ t.test('SIGKILL inside the debounce window: the next worker answers both message
   t.equal(sent.length, 1, 'exactly one answer');
   t.equal(sent[0]!.text, 'Model says: Hello | do you ship to Oslo?', 'to both messages');
   t.equal(kimsModelCalls(), 1, 'one model call');
+});
+
+t.test("SIGKILL while the window's answer is with the model: the next worker asks again and answers once", async (t) => {
+  const b = running!;
+  await say(11, 'Hi again', 'lee');
+  await say(12, 'is Bergen open on Sunday?', 'lee');
+  await llm.waitFor((requests) => requests.some((r) => llm.lastUserText(r).includes('Bergen')), 20_000);
+  b.signal('SIGKILL');
+  const killedAt = Date.now();
+  await b.exited;
+  t.equal(helpdesk.sent().filter((m) => m.client_id === 'lee').length, 0, 'killed while the model was answering');
+
+  const c = startWorkerProcess(t, workerEnv);
+  try {
+    await waitUntil(() => helpdesk.sent().some((m) => m.client_id === 'lee'), 40_000, 'the answer');
+  } catch (err) {
+    t.comment(c.output().slice(-3000));
+    throw err;
+  }
+  t.comment(`answered ${Date.now() - killedAt} ms after the kill (lease TTL 10 s, model 5 s)`);
+  await sleep(3000); // room for a second (wrong) answer
+  const sent = helpdesk.sent().filter((m) => m.client_id === 'lee');
+  t.equal(sent.length, 1, 'exactly one answer');
+  t.equal(sent[0]!.text, 'Model says: Hi again | is Bergen open on Sunday?', 'to both messages of the window');
+  t.equal(leesModelCalls(), 2, 'the next worker asked the model again');
 });
