@@ -205,6 +205,9 @@ type Verdict = { kind: 'slow_down'; status: number; waitMs: number | undefined }
 /** Outbound failures that would fail again however often they are retried. */
 const PERMANENT_OUTBOUND = new Set(['BLOCKED_ADDRESS', 'BAD_URL', 'TOO_MANY_REDIRECTS', 'BODY_TOO_LARGE']);
 
+/** The server refused the request itself (400 / 422): not worth the same request again. */
+const isRequestRefused = (err: unknown): boolean => err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422);
+
 function verdictOf(err: unknown): Verdict {
   if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
     const wait = retryAfterMs(err.headers);
@@ -274,6 +277,8 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   let handedOver = false;
   let previewing = true;
   const onDelta = call.onDelta;
+  /** Streamed while the server takes it: one that refuses a streamed request is asked without. */
+  let streaming = Boolean(onDelta);
   const preview = (text: string) => {
     if (!previewing || !onDelta) return;
     handedOver = true;
@@ -300,7 +305,7 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
         }
       }
       try {
-        const request = onDelta ? streamedAttempt(server, body, signal, attemptMs, preview) : server.client.chat.completions.create(body, { signal, timeout: attemptMs, maxRetries: 0 });
+        const request = streaming ? streamedAttempt(server, body, signal, attemptMs, preview) : server.client.chat.completions.create(body, { signal, timeout: attemptMs, maxRetries: 0 });
         // Keep a rejection that loses the race from surfacing as unhandled.
         request.catch(() => {});
         completion = await untilAborted(request, signal);
@@ -309,6 +314,12 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
       } catch (err) {
         if (handedOver) previewing = false;
         const verdict = call.signal?.aborted || deadline.passed ? ({ kind: 'fail' } as const) : verdictOf(err);
+        if (streaming && !handedOver && verdict.kind === 'fail' && isRequestRefused(err)) {
+          // Some OpenAI-compatible servers know neither `stream` nor `stream_options`: the whole answer, in one piece.
+          server.leave('failed');
+          streaming = false;
+          continue;
+        }
         if (verdict.kind === 'slow_down') {
           const wait = verdict.waitMs ?? backoff(slowDowns, SLOW_DOWN_BACKOFF_MS);
           slowDowns++;

@@ -33,6 +33,8 @@ llm.respond((req) => {
   if (text.startsWith('TOOL')) return { delayMs: 150, content: null, toolCalls: [{ name: 'handoff_to_human', arguments: '{"reason":"refund request"}' }] };
   // The first attempt goes silent after two pieces, longer than the attempt timeout (1.5 s).
   if (text.startsWith('STALL') && requestsFor(text).length === 1) return { delayMs: 150, content: answerTo(text), stallAfter: 2, stallMs: 5000 };
+  // A server that knows no streaming refuses the streamed request.
+  if (text.startsWith('NOSTREAM')) return req.body.stream ? { status: 400, errorCode: 'invalid_request_error' } : { delayMs: 150, content: answerTo(text) };
   // About 3 MiB of stream: past the answer cap (2 MiB).
   if (text.startsWith('HUGE')) return { content: answerTo(text), chunkDelayMs: 10, padding: 300_000 };
   return { delayMs: 150, content: answerTo(text) };
@@ -187,6 +189,17 @@ t.test('a stream past the answer cap is cut off: handed to a human, nothing char
   t.match(trans.at(-1).payload, { output: { kind: 'handoff', reason: 'model_failed', detail: /larger than/ } });
   const ledger = (await svc.api('GET', '/api/billing', { token: user.token })).body.billing.ledger;
   t.equal(ledger.filter((e: any) => e.conversationId === conversationId).length, 0, 'no charge');
+});
+
+t.test('a model server that refuses streaming is asked without it: the visitor gets the whole reply at once', async (t) => {
+  const { c } = await visitor(t);
+  const text = 'NOSTREAM: when are you open?';
+  c.send({ type: 'message', clientMessageId: 'ns-1', text });
+  const frames = await untilReply(c);
+  await c.drain(300);
+  t.equal(only(frames, 'delta').length, 0, 'no pieces');
+  t.same(only(c.frames, 'message').map((m) => m.text), [answerTo(text)], 'one whole reply');
+  t.same(requestsFor(text).map((r) => Boolean(r.body.stream)), [true, false], 'asked streamed, refused, asked once more without');
 });
 
 t.test("the visitor's typing frames: accepted silently, validated, never stored", async (t) => {
