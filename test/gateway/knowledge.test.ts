@@ -229,6 +229,7 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     t.ok(done.chunks > 100, `${done.chunks} chunks`);
     const found = await search(a.token, kb.id, 'carburettor');
     t.same(found.body.results.map((r: { documentId: number }) => r.documentId), [big.id], 'the end of a large document is searchable');
+    t.ok(found.body.results[0].snippet.length < 400, 'the snippet is an excerpt, not the document');
     t.equal((await api('DELETE', `/api/knowledge-bases/${kb.id}/documents/${big.id}`, { token: a.token })).status, 204);
     t.equal((await api('GET', `/api/knowledge-bases/${kb.id}`, { token: a.token })).body.knowledgeBase.chunks, 5, 'its chunks left the count');
   });
