@@ -6,6 +6,7 @@ import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import { SecretBox } from '../lib/secrets.js';
 import type { StreamNames } from '../lib/streams.js';
+import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { messageView, type ConversationNotice } from '../lib/conversations.js';
 import { inSpan, NO_PARENT, SpanKind, traceOf, tracingEnabled } from '../lib/tracing.js';
 import { Batcher } from './batcher.js';
@@ -446,10 +447,9 @@ export class OutboxDispatcher {
     const cancelled = row.uncertain ? null : this.#cancelReason(row);
     if (cancelled) return this.#finish(row, 'cancelled', { error: cancelled });
     await this.#finish(row, 'sent');
-    this.#deps.nc.publish(
-      this.#deps.names.webchatOutbound(row.integration_id, row.client_id),
-      JSON.stringify({ type: 'message', conversationId: row.conversation_id, seq: row.seq, role: row.role === 'operator' ? 'operator' : 'agent', text: row.text, at: new Date(row.created_at).toISOString() }),
-    );
+    publishWebchatPush(this.#deps.nc, this.#deps.names, { integrationId: row.integration_id, clientId: row.client_id }, {
+      type: 'message', conversationId: row.conversation_id, seq: row.seq, role: row.role === 'operator' ? 'operator' : 'agent', text: row.text, at: new Date(row.created_at).toISOString(),
+    });
   }
 
   /** Whether an uncertain row reached the helpdesk (actors/reconcile.ts). */

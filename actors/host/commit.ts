@@ -2,6 +2,7 @@ import { inTransaction, type SqlClient, type SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
+import { publishWebchatPush } from '../../lib/webchat-pushes.js';
 import { activeTrace, attachTrace, recordSharedSpan, spanClock, traceOf, tracingEnabled, type Context } from '../../lib/tracing.js';
 import { Limiter, sleep } from '../limit.js';
 import type { ConversationRow, OutboxSend } from '../store.js';
@@ -111,7 +112,7 @@ export class Commits {
     for (const c of opened) {
       if (c.channel !== 'webchat') continue;
       try {
-        this.#deps.nc.publish(this.#deps.names.webchatOutbound(c.integration_id, c.client_id), JSON.stringify({ type: 'session', conversationId: c.id }));
+        publishWebchatPush(this.#deps.nc, this.#deps.names, { integrationId: c.integration_id, clientId: c.client_id }, { type: 'session', conversationId: c.id });
       } catch (err) {
         this.#deps.logger.warn({ err, conversationId: c.id }, 'host: could not announce a webchat session (the gateway finds it when it rechecks)');
       }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
-import type { LivePush } from '../../lib/webchat-pushes.js';
+import { publishWebchatPush, type LivePush } from '../../lib/webchat-pushes.js';
 import type { ConversationRow } from '../store.js';
 
 /** Pushes a webchat visitor's previews of an answer in the making (lib/webchat-pushes.ts) on the visitor's outbound subject. */
@@ -31,7 +31,7 @@ export class WebchatLive {
 
   #push(conv: ConversationRow, push: LivePush): void {
     try {
-      this.#nc.publish(this.#names.webchatOutbound(conv.integration_id, conv.client_id), JSON.stringify(push));
+      publishWebchatPush(this.#nc, this.#names, { integrationId: conv.integration_id, clientId: conv.client_id }, push);
     } catch (err) {
       this.#logger.debug({ err, conversationId: conv.id }, 'host: a webchat preview push was lost (the reply still goes out)');
     }

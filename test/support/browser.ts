@@ -26,22 +26,29 @@ export interface SignedInPage {
   companyId: number;
 }
 
+/** A page in its own browser context (closed at the test's end), with the console errors and page errors it shows. */
+export async function watchedPage(t: Test, browser: Browser, viewport: { width: number; height: number }): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    // The browser logs every 4xx/5xx response as a console error (an expired token's 401, a
+    // failing helpdesk's 502): those are expected in tests; anything else is a problem.
+    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+  return { page, problems };
+}
+
 /** A company registered through the API, then logged into through the dashboard's form. */
 export async function signedInPage(t: Test, browser: Browser, svc: { url: string; api: ApiClient }, companyName: string): Promise<SignedInPage> {
   const email = uniqueEmail('web');
   const password = 'correct horse battery';
   const reg = await svc.api('POST', '/api/auth/register', { body: { email, password, companyName } });
   if (reg.status !== 201) throw new Error(`register: ${reg.status} ${JSON.stringify(reg.body)}`);
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    // The browser logs every 4xx/5xx response as a console error: those are expected in tests.
-    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+  const { page, problems } = await watchedPage(t, browser, { width: 1400, height: 1000 });
   await page.goto(svc.url + '/');
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);

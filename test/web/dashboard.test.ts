@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { DASHBOARD_CSP } from '../../gateway/routes/dashboard.js';
-import { launchBrowser } from '../support/browser.js';
+import { launchBrowser, watchedPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService, uniqueEmail } from '../support/service.js';
 
@@ -34,17 +34,7 @@ interface Browsing {
 }
 
 async function openDashboard(t: Test): Promise<Browsing> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    // The browser logs every 4xx/5xx response as a console error: those are expected here
-    // (an expired token's 401, a failing helpdesk's 502); anything else is a problem.
-    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+  const { page, problems } = await watchedPage(t, browser, { width: 1280, height: 900 });
   await page.goto(svc.url + '/');
   return {
     page,
