@@ -1,4 +1,5 @@
 import { query, type SqlClient } from '../db.js';
+import { expandQuestion } from './expansion.js';
 import { withoutStopWords } from './stop-words.js';
 
 /**
@@ -12,6 +13,9 @@ import { withoutStopWords } from './stop-words.js';
  *   by HEADING_WEIGHT when it is in the chunk's title or heading path; a chunk's score is the sum over
  *   the lexemes it holds. PostgreSQL's own ts_rank knows no IDF, so a common word weighed as
  *   much as the subject of the question.
+ *   A word's synonyms (lib/knowledge/expansion.ts: "guarantee" → "warranty", "привезут" →
+ *   "доставка") cover it too, at SYNONYM_WEIGHT of their own weight: the help centre's words
+ *   are rarely the customer's.
  * - **trigram**: a lexeme the base does not know (a typo, another word form under `simple`)
  *   is replaced by the base's most similar terms (pg_trgm `similarity` ≥ TRIGRAM_MIN over a
  *   GIN index of the base's terms); this list ranks the chunks by the question so corrected
@@ -19,11 +23,13 @@ import { withoutStopWords } from './stop-words.js';
  *   word has no trigram list (it would repeat the full-text one); a result is `matchedBy`
  *   trigram when a neighbour contributed to it.
  * Candidates are found through the GIN index of the chunks' vectors, by the lexemes that are
- * rare enough to be selective (in at most a fifth of the chunks, or 50); the common ones only
- * add to the scores of chunks found that way.
+ * rare enough to be selective (the question's own: in at most a fifth of the chunks, or 50;
+ * synonyms and trigram neighbours: a fiftieth); the common ones only add to the scores of
+ * chunks found that way.
  *
  * A third signal, **vector** (lib/knowledge/vectors.ts), is added in code when the base has an
- * embedding model. The lists are fused by reciprocal rank (RRF, k = 60).
+ * embedding model. The lists are fused by reciprocal rank (RRF, k = 60); the full-text list of
+ * a question with a misspelt word weighs MISSPELT_FULLTEXT_WEIGHT.
  *
  * Relevance (0–1), what an agent's threshold is compared with: the share of the IDF weight of
  * the question's words known to the base (directly or through a trigram neighbour) that the
@@ -39,6 +45,20 @@ export const LIST_DEPTH = 50;
 export const TRIGRAM_MIN = 0.4;
 /** A lexeme in the chunk's section headings weighs this much more (what a section is about). */
 export const HEADING_WEIGHT = 1.5;
+/** A synonym of a question's word (lib/knowledge/synonyms.ts) counts this much of the word itself. */
+export const SYNONYM_WEIGHT = 0.8;
+/**
+ * A synonym or a trigram neighbour finds candidates only when it is in at most 1/N of the
+ * chunks (the question's own words: a fifth); a commoner one only adds to the scores of the
+ * chunks found. A question brings two to three times as many of them as of its own words.
+ */
+export const STAND_IN_SELECTIVITY = 50;
+export const OWN_SELECTIVITY = 5;
+/**
+ * In the fusion of a question with a misspelt word, its full-text list counts this much: that
+ * list misses the corrected word, the trigram list (the question as corrected) has them all.
+ */
+export const MISSPELT_FULLTEXT_WEIGHT = 0.5;
 export const MAX_QUERY_CHARS = 2000;
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const MAX_SEARCH_LIMIT = 50;
@@ -78,7 +98,8 @@ export function searchText(question: string): string {
 /**
  * The statement's CTEs up to `ranked` (one row per candidate chunk and question: ord,
  * chunk_id, ft_rank, tg_rank, relevance), for the questions of `$1` (texts), `$2` (company
- * ids), `$3` (knowledge base ids); `$4` candidates per list.
+ * ids), `$3` (knowledge base ids); `$4` candidates per list; `$5`, `$6`, `$7` the synonym pairs
+ * (question ord, word, synonym: lib/knowledge/expansion.ts).
  */
 const LEXICAL_CTES = `
   q as (
@@ -92,10 +113,24 @@ const LEXICAL_CTES = `
     left join knowledge_terms t on t.knowledge_base_id = q.kb_id and t.company_id = q.company_id and t.term = l.lexeme
     where l.i <= 32
   ),
+  synonym_pairs as (
+    select distinct s.ord, w.lexeme as word_lexeme, a.lexeme as synonym_lexeme
+    from unnest($5::int[], $6::text[], $7::text[]) as s(ord, word, synonym)
+    join q on q.ord = s.ord
+    cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, s.word))) as w(lexeme)
+    cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, s.synonym))) as a(lexeme)
+    where w.lexeme <> a.lexeme
+  ),
   terms as (
-    select ord, qi, lexeme as term, 1.0::float8 as sim, df, n, kb_id, company_id, true as exact from qdf where df > 0
+    select ord, qi, lexeme as term, 1.0::float8 as sim, df, n, kb_id, company_id, true as exact, true as own from qdf where df > 0
     union all
-    select d.ord, d.qi, e.term, e.sim, e.chunks::float8, d.n, d.kb_id, d.company_id, false
+    -- A synonym of the question's word covers it (a little less than the word itself).
+    select d.ord, d.qi, t.term, ${SYNONYM_WEIGHT}::float8, t.chunks::float8, d.n, d.kb_id, d.company_id, true, false
+    from qdf d
+    join synonym_pairs p on p.ord = d.ord and p.word_lexeme = d.lexeme
+    join knowledge_terms t on t.knowledge_base_id = d.kb_id and t.company_id = d.company_id and t.term = p.synonym_lexeme
+    union all
+    select d.ord, d.qi, e.term, e.sim, e.chunks::float8, d.n, d.kb_id, d.company_id, false, false
     from qdf d cross join lateral (
       select t.term, similarity(t.term, d.lexeme)::float8 as sim, t.chunks
       from knowledge_terms t
@@ -108,13 +143,13 @@ const LEXICAL_CTES = `
     -- Each lexeme the base knows (itself or, misspelt, through its trigram neighbour) weighs its IDF;
     -- words the base does not know at all cannot be covered by any chunk and are left out.
     select ord, sum(idf) as weight
-    from (select ord, qi, max(ln(1 + (n - df + 0.5) / (df + 0.5))) as idf from terms group by ord, qi) x
+    from (select ord, qi, coalesce(max(ln(1 + (n - df + 0.5) / (df + 0.5))) filter (where own), max(ln(1 + (n - df + 0.5) / (df + 0.5)))) as idf from terms group by ord, qi) x
     group by ord
   ),
   weighted as (
     select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
-           t.df <= greatest(50, t.n / 5) as selective,
-           bool_or(t.df <= greatest(50, t.n / 5)) over (partition by t.ord) as some_selective
+           t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${STAND_IN_SELECTIVITY} end) as selective,
+           bool_or(t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${STAND_IN_SELECTIVITY} end)) over (partition by t.ord) as some_selective
     from terms t
   ),
   found as (
@@ -156,9 +191,24 @@ const LEXICAL_CTES = `
   ranked as (
     select c.*,
            case when c.ft > 0 then row_number() over (partition by c.ord order by c.ft desc nulls last, c.chunk_id) end as ft_rank,
-           case when f.any_fuzzy then row_number() over (partition by c.ord order by c.tg desc, c.chunk_id) end as tg_rank
+           case when f.any_fuzzy then row_number() over (partition by c.ord order by c.tg desc, c.chunk_id) end as tg_rank, f.any_fuzzy
     from per_chunk c join (select ord, bool_or(fuzzy) as any_fuzzy from per_chunk group by ord) f on f.ord = c.ord
   )`;
+
+/** The parameters of a statement over LEXICAL_CTES for questions as searched. */
+function statementParams(asked: { text: string; companyId: number; knowledgeBaseId: number }[], depth: number): unknown[] {
+  const ords: number[] = [];
+  const words: string[] = [];
+  const synonyms: string[] = [];
+  asked.forEach((q, k) => {
+    for (const e of expandQuestion(q.text)) {
+      ords.push(k + 1);
+      words.push(e.word);
+      synonyms.push(e.synonym);
+    }
+  });
+  return [asked.map((q) => q.text), asked.map((q) => q.companyId), asked.map((q) => q.knowledgeBaseId), depth, ords, words, synonyms];
+}
 
 /**
  * The lexical candidates of each question (both lists, at most `depth` each), in ONE
@@ -177,7 +227,7 @@ export async function lexicalCandidates(client: SqlClient, questions: Question[]
      union all
      select f.ord, null, null, null, null, null, null, array_agg(distinct w.term) from (select distinct ord, qi from found) f
        join weighted w on w.ord = f.ord and w.qi = f.qi group by f.ord`,
-    [asked.map((q) => q.text), asked.map((q) => q.companyId), asked.map((q) => q.knowledgeBaseId), depth],
+    statementParams(asked, depth),
   );
   for (const r of rows) {
     const target = out[asked[r.ord - 1]!.i]!;
@@ -221,7 +271,7 @@ export async function bestKnowledgeMatches(client: SqlClient, questions: Questio
     `with ${LEXICAL_CTES},
      fused as (
        select r.ord, r.chunk_id, r.document_id, r.relevance, r.ft_rank, r.fuzzy,
-              coalesce(1.0 / (${RRF_K} + r.ft_rank), 0) + coalesce(1.0 / (${RRF_K} + r.tg_rank), 0) as score
+              coalesce(case when r.any_fuzzy then ${MISSPELT_FULLTEXT_WEIGHT} else 1 end / (${RRF_K} + r.ft_rank), 0) + coalesce(1.0 / (${RRF_K} + r.tg_rank), 0) as score
        from ranked r where r.ft_rank is not null or r.tg_rank is not null
      ),
      best as (select distinct on (ord) * from fused order by ord, score desc, relevance desc, chunk_id)
@@ -229,7 +279,7 @@ export async function bestKnowledgeMatches(client: SqlClient, questions: Questio
      from best b
      join knowledge_chunks c on c.id = b.chunk_id and c.company_id = (select company_id from q where q.ord = b.ord)
      join knowledge_documents d on d.id = b.document_id and d.company_id = c.company_id`,
-    [asked.map((q) => q.text), asked.map((q) => q.companyId), asked.map((q) => q.knowledgeBaseId), LIST_DEPTH],
+    statementParams(asked, LIST_DEPTH),
   );
   for (const r of rows) {
     const matchedBy: Signal[] = [];
@@ -256,7 +306,8 @@ export interface FusedCandidate {
 
 /**
  * Reciprocal-rank fusion of the lexical candidates and, when given, the vector list
- * (chunk ids best first, with their cosine similarity): score = Σ 1 / (k + rank).
+ * (chunk ids best first, with their cosine similarity): score = Σ 1 / (k + rank), the full-text
+ * list of a question with a misspelt word weighing MISSPELT_FULLTEXT_WEIGHT.
  */
 export function fuse(lexical: LexicalCandidate[], vector: { chunkId: number; documentId: number; similarity: number }[] | null, signals: { fulltext: boolean; trigram: boolean } = { fulltext: true, trigram: true }): FusedCandidate[] {
   const byId = new Map<number, FusedCandidate>();
@@ -265,13 +316,15 @@ export function fuse(lexical: LexicalCandidate[], vector: { chunkId: number; doc
     if (!e) byId.set(chunkId, (e = { chunkId, documentId, score: 0, relevance: 0, matchedBy: [] }));
     return e;
   };
+  // The question as corrected (the trigram list) holds every word the written one does.
+  const typoList = lexical.some((c) => c.trigramRank !== null);
   for (const c of lexical) {
     const ft = signals.fulltext && c.fulltextRank !== null;
     const tg = signals.trigram && c.trigramRank !== null;
     if (!ft && !(tg && c.fuzzy)) continue;
     const e = entry(c.chunkId, c.documentId);
     if (ft) {
-      e.score += 1 / (RRF_K + c.fulltextRank!);
+      e.score += (typoList && signals.trigram ? MISSPELT_FULLTEXT_WEIGHT : 1) / (RRF_K + c.fulltextRank!);
       e.matchedBy.push('fulltext');
     }
     if (tg) e.score += 1 / (RRF_K + c.trigramRank!);

@@ -10,7 +10,7 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
     'a an and are am any about at be been can could do does did for from have has had hello hi how i if in is it its me my ' +
     'of on or our please should tell that the there this to us was we what when where which who why will with would you your ' +
     // Words of asking, not of the subject ("how long", "how many", "I need", "is it possible").
-    'long many much often get need want still just also possible know like way ' +
+    'long many much get need want still just also possible know like way ' +
     'а в во вы вас ваш ваша ваше ваши где да для до есть же за и или как какая какие какой каком когда ли мне можно мы на не ' +
     'но о об от по подскажите пожалуйста привет с скажите со так то у что это я ли бы ' +
     'сколько почему зачем хочу хотел хотела нужно надо могу можете ещё еще уже очень'

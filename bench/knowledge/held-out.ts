@@ -1,0 +1,86 @@
+/**
+ * Held-out questions for the knowledge retrieval benchmark, over the same Northwind Coffee
+ * help centre (DOCUMENTS in help-centre.ts), in English and Russian, some with typos. Each
+ * question names the one section that answers it (`doc/section`).
+ *
+ * Written on 2026-11-23 by someone who had not seen the ranking code, its results or the
+ * questions it misses, to measure whether ranking improvements generalise. Do not edit these
+ * questions or labels to suit the ranking.
+ */
+import type { LabelledQuestion } from './help-centre.js';
+
+export const HELD_OUT_QUESTIONS: LabelledQuestion[] = [
+  // English
+  { question: 'ordered this morning, want to add one more bag to it', answer: 'orders/change' },
+  { question: 'what are the different stages my order goes through', answer: 'orders/status' },
+  { question: 'box came but one of the three bags wasnt in it', answer: 'orders/missing' },
+  { question: "can you put my company's name on the bill? it already shipped", answer: 'orders/invoice' },
+  { question: 'if I order at 1pm on a tuesday does it leave the same day?', answer: 'shipping/times' },
+  { question: 'how much do I have to spend so postage is free', answer: 'shipping/costs' },
+  { question: 'need it by tomorrow in Vienna, is there a faster option?', answer: 'shipping/express' },
+  { question: 'do you ship to Oslo?', answer: 'shipping/international' },
+  { question: 'my parcle hasnt moved for a week', answer: 'shipping/tracking', typo: true },
+  { question: "i'm never home during the day, can it go to a locker?", answer: 'shipping/packstation' },
+  { question: "I used the machine twice and don't like it, can I still send it back?", answer: 'returns/policy' },
+  { question: 'how much does it cost to send something back from France', answer: 'returns/how' },
+  { question: 'returned everything, do I get the postage refunded too?', answer: 'returns/refund' },
+  { question: 'can I trade in the 250g bag I bought for the 1kg one?', answer: 'returns/exchange' },
+  { question: 'do you take aple pay', answer: 'payment/methods', typo: true },
+  { question: 'klarna said no at checkout, what can I do', answer: 'payment/klarna' },
+  { question: 'payment failed after my bank app asked me to confirm, was I charged?', answer: 'payment/declined' },
+  { question: "we're a dutch company with a VAT number, do we pay german VAT?", answer: 'payment/currency' },
+  { question: 'the link to reset my login says it expired', answer: 'account/password' },
+  { question: 'how do i delte my acount', answer: 'account/delete', typo: true },
+  { question: 'if I unsubscribe from the promo mails will I still get shipping updates?', answer: 'account/newsletter' },
+  { question: 'do I pay for the whole subscription upfront?', answer: 'subscription/how' },
+  { question: 'goin travelling for 2 months, can i put the beens on hold', answer: 'subscription/pause', typo: true },
+  { question: 'is there a minimum term on the coffee plan or can I quit anytime', answer: 'subscription/cancel' },
+  { question: 'want 500g per delivery instead of 250g from now on', answer: 'subscription/change' },
+  { question: "what's the little paper strip in the box for?", answer: 'machines/setup' },
+  { question: 'can I use vinegar to decalcify it?', answer: 'machines/descale' },
+  { question: 'espreso tastes weak and watery', answer: 'machines/grinder', typo: true },
+  { question: 'is there any benefit to registering my machine?', answer: 'machines/warranty' },
+  { question: 'my warranty ran out, how much will a repair cost?', answer: 'machines/repair' },
+  { question: 'keeps saying E01 but the tank is full', answer: 'machines/error' },
+  { question: 'do my ponits ever expire', answer: 'loyalty/points', typo: true },
+  { question: 'want to send a coffee-loving friend some credit by email as a present', answer: 'loyalty/giftcards' },
+  { question: 'forgot to put in my promo code, order is done already, can you still apply it?', answer: 'loyalty/vouchers' },
+  { question: 'how long does it take to get aproved for a company account', answer: 'business/account', typo: true },
+  { question: 'whats the shortest lease for an office machine', answer: 'business/office' },
+  { question: 'can I get a copy of everything you store about me', answer: 'privacy/data' },
+  { question: 'is your chat open on saturdays?', answer: 'privacy/contact' },
+
+  // Russian
+  { question: 'закажу в обед, когда отправите?', answer: 'dostavka/sroki' },
+  { question: 'сколько ехать посылке до Новосибирска', answer: 'dostavka/sroki' },
+  { question: 'скока надо набрать на бесплатную доставку', answer: 'dostavka/stoimost', typo: true },
+  { question: 'не успел забрать посылку из боксберри, что будет', answer: 'dostavka/pvz' },
+  { question: 'можно перенести доставку, меня не будет дома', answer: 'dostavka/kurer' },
+  { question: 'статус заказа не обновляется', answer: 'dostavka/otslezhivanie' },
+  { question: 'доставляете в Минск?', answer: 'dostavka/strany' },
+  { question: 'можно наличкой курьеру?', answer: 'oplata/sposoby' },
+  { question: 'хочу взять кофемашину частями, без процентов', answer: 'oplata/rassrochka' },
+  { question: 'куда приходит электронный чек', answer: 'oplata/chek' },
+  { question: 'банк отклоняет платёж, что делать', answer: 'oplata/oshibka' },
+  { question: 'оплата сорвалась, деньги не спишут два раза, если заплачу снова?', answer: 'oplata/oshibka' },
+  { question: 'передумал, могу вернуть нераспечатанную пачку через неделю?', answer: 'vozvrat/usloviya' },
+  { question: 'куда сдавать товар на возврат', answer: 'vozvrat/kak' },
+  { question: 'платил наличными, как мне вернут деньги', answer: 'vozvrat/dengi' },
+  { question: 'кофемашина пришла с трещиной на корпусе', answer: 'vozvrat/brak' },
+  { question: 'пришла поцарапаная кофемолка', answer: 'vozvrat/brak', typo: true },
+  { question: 'сломался уплотнитель, это по гарантии?', answer: 'garantiya/srok' },
+  { question: 'какие документы брать в сервис', answer: 'garantiya/servis' },
+  { question: 'машина в ремонте уже месяц, это нормально?', answer: 'garantiya/remont' },
+  { question: 'чем чистить накипь в кофемашыне', answer: 'garantiya/nakip', typo: true },
+  { question: 'как зайти в кабинет если не помню пороль', answer: 'kabinet/parol', typo: true },
+  { question: 'сменил симку, как указать новый номер', answer: 'kabinet/telefon' },
+  { question: 'сколько времени займёт удаление моих данных', answer: 'kabinet/udalenie' },
+  { question: 'почему бонусы за заказ до сих пор не пришли', answer: 'bonusy/nachislenie' },
+  { question: 'сгорают ли балы', answer: 'bonusy/spisanie', typo: true },
+  { question: 'хочу подарить другу сертификат на 5000', answer: 'bonusy/sertifikaty' },
+  { question: 'платить за доставку по подписке надо?', answer: 'podpiska/usloviya' },
+  { question: 'до какого дня можно отменить ближайшую отправку', answer: 'podpiska/pauza' },
+  { question: 'как отказаться от подписки', answer: 'podpiska/pauza' },
+  { question: 'нужны закрывающие документы для бухгалтерии', answer: 'yurlica/schet' },
+  { question: 'на какой минимальный срок можно взять машину в офис', answer: 'yurlica/arenda' },
+];
