@@ -235,8 +235,10 @@ export interface KnowledgeBase {
   /** Learnt from the first answer of the embedding server. */
   embeddingDimensions: number | null;
   chunkCount: number;
-  /** Bumped by every change of the base's chunks (vector caches compare it). */
+  /** Bumped by every change of the base's chunks or synonyms (vector and answer caches compare it). */
   contentVersion: string;
+  /** The company's own synonym groups (words or phrases that mean the same; lib/knowledge/store.ts indexes them). */
+  synonyms: string[][];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -256,6 +258,7 @@ export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
     embeddingDimensions: { type: 'integer', nullable: true },
     chunkCount: { type: 'integer', default: 0 },
     contentVersion: { type: 'bigint', default: 0 },
+    synonyms: { type: 'json' },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

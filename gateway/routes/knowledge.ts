@@ -4,7 +4,7 @@ import { query, type SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../../lib/knowledge/search.js';
 import { embeddingModelOf, searchKnowledge, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
-import { removeChunks, type Exec } from '../../lib/knowledge/store.js';
+import { indexSynonyms, removeChunks, type Exec } from '../../lib/knowledge/store.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
@@ -47,6 +47,14 @@ const embeddingProperty = {
   },
 };
 const languageProperty = { type: 'string', minLength: 1, maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_.]*$' };
+export const MAX_SYNONYM_GROUPS = 500;
+export const MAX_SYNONYMS_PER_GROUP = 20;
+const synonymsProperty = {
+  type: 'array',
+  maxItems: MAX_SYNONYM_GROUPS,
+  description: "The base's own synonym groups, beside the built-in ones: in each, words or short phrases a customer may use for the same thing. Replaces the groups before.",
+  items: { type: 'array', minItems: 2, maxItems: MAX_SYNONYMS_PER_GROUP, items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' } },
+};
 
 interface EmbeddingInput {
   baseUrl: string;
@@ -57,13 +65,17 @@ interface BaseInput {
   name?: string;
   language?: string;
   embedding?: EmbeddingInput | null;
+  synonyms?: string[][];
 }
 
 const createBaseBody = bodyValidator<BaseInput & { name: string }>({
   title: 'KnowledgeBaseCreate',
-  type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty },
+  type: 'object', additionalProperties: false, required: ['name'], properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty, synonyms: synonymsProperty },
 });
-const patchBaseBody = bodyValidator<BaseInput>({ title: 'KnowledgeBasePatch', type: 'object', additionalProperties: false, properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty } });
+const patchBaseBody = bodyValidator<BaseInput>({
+  title: 'KnowledgeBasePatch',
+  type: 'object', additionalProperties: false, properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty, synonyms: synonymsProperty },
+});
 const textDocumentBody = bodyValidator<{ title: string; content: string; format?: 'text' | 'markdown' | 'html' }>({
   title: 'TextDocument',
   type: 'object',
@@ -93,10 +105,15 @@ export const knowledgeBaseView = (kb: KnowledgeBase) => ({
   embedding: kb.embeddingBaseUrl
     ? { baseUrl: kb.embeddingBaseUrl, name: kb.embeddingModel, hasApiKey: kb.embeddingApiKeySealed !== null, dimensions: kb.embeddingDimensions }
     : null,
+  synonyms: kb.synonyms,
   chunks: kb.chunkCount,
   createdAt: kb.createdAt.toISOString(),
   updatedAt: kb.updatedAt.toISOString(),
 });
+
+/** Groups as stored: entries trimmed, repeats in a group dropped (a group left with one entry means nothing). */
+const synonymGroups = (groups: string[][]): string[][] =>
+  groups.map((g) => [...new Set(g.map((e) => e.trim().replace(/\s+/g, ' ')))]).filter((g) => g.length >= 2);
 
 export const documentView = (d: KnowledgeDocument) => ({
   id: d.id,
@@ -180,6 +197,22 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     return changed;
   }
 
+  /** Writes the base's row and, when its synonyms or its language changed, their index, in one transaction. */
+  async function saveBase(tenant: TenantScope, kb: KnowledgeBase, indexTheSynonyms: boolean): Promise<void> {
+    if (!indexTheSynonyms) return tenant.em.flush();
+    // begin/commit on the request's own manager: a new base is in its unit of work, not in a fork's.
+    const em = tenant.em;
+    await em.begin();
+    try {
+      await em.flush();
+      await indexSynonyms((s, p) => em.execute(s, p as unknown[]), { companyId: tenant.companyId, knowledgeBaseId: kb.id });
+      await em.commit();
+    } catch (err) {
+      await em.rollback();
+      throw err;
+    }
+  }
+
   /** Every document with content is indexed again (a new language or embedding model), in the background. */
   async function reindex(tenant: TenantScope, kb: KnowledgeBase): Promise<void> {
     const rows = await query<{ id: number }>(
@@ -204,10 +237,10 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     const now = new Date();
     const kb = tenant.em.create(KnowledgeBaseSchema, {
       companyId: tenant.companyId, name: body.name.trim(), language: body.language ?? 'simple', embeddingBaseUrl: null, embeddingModel: null,
-      embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', createdAt: now, updatedAt: now,
+      embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', synonyms: synonymGroups(body.synonyms ?? []), createdAt: now, updatedAt: now,
     });
     await applyEmbedding(kb, body.embedding);
-    await tenant.em.flush();
+    await saveBase(tenant, kb, kb.synonyms.length > 0);
     res.status(201).json({ knowledgeBase: knowledgeBaseView(kb) });
   });
 
@@ -222,12 +255,18 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     await checkLanguage(body.language);
     if (body.name !== undefined) kb.name = body.name.trim();
     let again = await applyEmbedding(kb, body.embedding);
+    let synonymsChanged = false;
     if (body.language !== undefined && body.language !== kb.language) {
       kb.language = body.language;
       again = true;
+      synonymsChanged = kb.synonyms.length > 0;
+    }
+    if (body.synonyms !== undefined) {
+      kb.synonyms = synonymGroups(body.synonyms);
+      synonymsChanged = true;
     }
     kb.updatedAt = new Date();
-    await tenant.em.flush();
+    await saveBase(tenant, kb, synonymsChanged);
     if (again) await reindex(tenant, kb);
     res.json({ knowledgeBase: knowledgeBaseView(kb) });
   });
@@ -381,6 +420,7 @@ const KNOWLEDGE_BASE = object(
     name: STRING,
     language: { type: 'string', description: 'A PostgreSQL text-search configuration (simple, english, russian, …).' },
     embedding: nullable(object({ baseUrl: STRING, name: STRING, hasApiKey: BOOLEAN, dimensions: nullable(COUNT) })),
+    synonyms: { ...arrayOf(arrayOf(STRING)), description: "The base's own synonym groups (the built-in English and Russian ones always apply too)." },
     chunks: COUNT,
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
@@ -416,7 +456,7 @@ const SEARCH_RESULT = object(
   },
   { title: 'SearchResult' },
 );
-const EXAMPLE_BASE = { id: 1, name: 'Help centre', language: 'english', embedding: null, chunks: 12, createdAt: EXAMPLE_TIME, updatedAt: EXAMPLE_TIME };
+const EXAMPLE_BASE = { id: 1, name: 'Help centre', language: 'english', embedding: null, synonyms: [['esim', 'embedded sim', 'digital sim']], chunks: 12, createdAt: EXAMPLE_TIME, updatedAt: EXAMPLE_TIME };
 const EXAMPLE_DOCUMENT = { id: 7, title: 'Kettle manual', source: { type: 'pdf', filename: 'manual.pdf', bytes: 48213 }, status: 'ready', progress: 100, error: null, chunks: 12, createdAt: EXAMPLE_TIME, updatedAt: EXAMPLE_TIME };
 const EXAMPLE_CHUNK = { id: 31, position: 0, heading: 'Kettle manual › Descaling', content: 'Descale the kettle once a month with citric acid.', words: 9, embedded: false };
 const ONE_BASE = { schema: object({ knowledgeBase: KNOWLEDGE_BASE }), example: { knowledgeBase: EXAMPLE_BASE } };
@@ -448,9 +488,9 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
   },
   {
     method: 'PATCH', path: '/:id', operationId: 'updateKnowledgeBase', tag: 'Knowledge', access: 'any',
-    summary: 'Change a knowledge base (a new language or embedding model re-indexes every document in the background)',
+    summary: 'Change a knowledge base (a new language or embedding model re-indexes every document in the background; synonyms apply at once)',
     params: [BASE_ID],
-    body: { validators: [patchBaseBody], example: { name: 'Help centre (EN)' } },
+    body: { validators: [patchBaseBody], example: { name: 'Help centre (EN)', synonyms: [['esim', 'embedded sim', 'digital sim']] } },
     responses: { 200: { description: 'The knowledge base as it is now.', ...ONE_BASE } },
     errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: BAD_BASE },
   },

@@ -13,9 +13,10 @@ import { withoutStopWords } from './stop-words.js';
  *   by HEADING_WEIGHT when it is in the chunk's title or heading path; a chunk's score is the sum over
  *   the lexemes it holds. PostgreSQL's own ts_rank knows no IDF, so a common word weighed as
  *   much as the subject of the question.
- *   A word's synonyms (lib/knowledge/expansion.ts: "guarantee" → "warranty", "привезут" →
- *   "доставка") cover it too, at SYNONYM_WEIGHT of their own weight: the help centre's words
- *   are rarely the customer's.
+ *   A word's synonyms (the built-in groups, lib/knowledge/expansion.ts: "guarantee" →
+ *   "warranty", "привезут" → "доставка"; and the base's own, `knowledge_synonyms`) cover it
+ *   too, at SYNONYM_WEIGHT of their own weight: the help centre's words are rarely the
+ *   customer's.
  * - **trigram**: a lexeme the base does not know (a typo, another word form under `simple`)
  *   is replaced by the base's most similar terms (pg_trgm `similarity` ≥ TRIGRAM_MIN over a
  *   GIN index of the base's terms); this list ranks the chunks by the question so corrected
@@ -48,12 +49,13 @@ export const HEADING_WEIGHT = 1.5;
 /** A synonym of a question's word (lib/knowledge/synonyms.ts) counts this much of the word itself. */
 export const SYNONYM_WEIGHT = 0.8;
 /**
- * A synonym or a trigram neighbour finds candidates only when it is in at most 1/N of the
- * chunks (the question's own words: a fifth); a commoner one only adds to the scores of the
- * chunks found. A question brings two to three times as many of them as of its own words.
+ * A lexeme finds candidates only when it is in at most 1/N of the chunks (or 50): a word of the
+ * question at 1/OWN_SELECTIVITY, a synonym or a trigram neighbour at 1/EXPANSION_SELECTIVITY (a
+ * question brings two to three times as many of those); a commoner one only adds to the scores
+ * of the chunks found.
  */
-export const STAND_IN_SELECTIVITY = 50;
 export const OWN_SELECTIVITY = 5;
+export const EXPANSION_SELECTIVITY = 50;
 /**
  * In the fusion of a question with a misspelt word, its full-text list counts this much: that
  * list misses the corrected word, the trigram list (the question as corrected) has them all.
@@ -113,13 +115,26 @@ const LEXICAL_CTES = `
     left join knowledge_terms t on t.knowledge_base_id = q.kb_id and t.company_id = q.company_id and t.term = l.lexeme
     where l.i <= 32
   ),
+  base_entries as (
+    -- The entries of the base's own synonym groups that the question holds (all of a phrase's lexemes).
+    select d.ord, d.kb_id, d.company_id, s.group_no, s.entry_no
+    from qdf d join knowledge_synonyms s on s.knowledge_base_id = d.kb_id and s.company_id = d.company_id and s.lexeme = d.lexeme
+    group by d.ord, d.kb_id, d.company_id, s.group_no, s.entry_no, s.entry_size
+    having count(*) = s.entry_size
+  ),
   synonym_pairs as (
-    select distinct s.ord, w.lexeme as word_lexeme, a.lexeme as synonym_lexeme
+    select s.ord, w.lexeme as word_lexeme, a.lexeme as synonym_lexeme
     from unnest($5::int[], $6::text[], $7::text[]) as s(ord, word, synonym)
     join q on q.ord = s.ord
     cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, s.word))) as w(lexeme)
     cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, s.synonym))) as a(lexeme)
     where w.lexeme <> a.lexeme
+    union
+    select e.ord, w.lexeme, o.lexeme
+    from base_entries e
+    join knowledge_synonyms w on w.knowledge_base_id = e.kb_id and w.company_id = e.company_id and w.group_no = e.group_no and w.entry_no = e.entry_no
+    join knowledge_synonyms o on o.knowledge_base_id = e.kb_id and o.company_id = e.company_id and o.group_no = e.group_no and o.entry_no <> e.entry_no
+    where w.lexeme <> o.lexeme
   ),
   terms as (
     select ord, qi, lexeme as term, 1.0::float8 as sim, df, n, kb_id, company_id, true as exact, true as own from qdf where df > 0
@@ -148,8 +163,8 @@ const LEXICAL_CTES = `
   ),
   weighted as (
     select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
-           t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${STAND_IN_SELECTIVITY} end) as selective,
-           bool_or(t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${STAND_IN_SELECTIVITY} end)) over (partition by t.ord) as some_selective
+           t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end) as selective,
+           bool_or(t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end)) over (partition by t.ord) as some_selective
     from terms t
   ),
   found as (
@@ -316,15 +331,15 @@ export function fuse(lexical: LexicalCandidate[], vector: { chunkId: number; doc
     if (!e) byId.set(chunkId, (e = { chunkId, documentId, score: 0, relevance: 0, matchedBy: [] }));
     return e;
   };
-  // The question as corrected (the trigram list) holds every word the written one does.
-  const typoList = lexical.some((c) => c.trigramRank !== null);
+  // A trigram list exists only for a question with a misspelt word (MISSPELT_FULLTEXT_WEIGHT).
+  const misspelt = lexical.some((c) => c.trigramRank !== null);
   for (const c of lexical) {
     const ft = signals.fulltext && c.fulltextRank !== null;
     const tg = signals.trigram && c.trigramRank !== null;
     if (!ft && !(tg && c.fuzzy)) continue;
     const e = entry(c.chunkId, c.documentId);
     if (ft) {
-      e.score += (typoList && signals.trigram ? MISSPELT_FULLTEXT_WEIGHT : 1) / (RRF_K + c.fulltextRank!);
+      e.score += (misspelt && signals.trigram ? MISSPELT_FULLTEXT_WEIGHT : 1) / (RRF_K + c.fulltextRank!);
       e.matchedBy.push('fulltext');
     }
     if (tg) e.score += 1 / (RRF_K + c.trigramRank!);

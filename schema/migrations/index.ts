@@ -13,6 +13,7 @@ import { Migration0012WebhookActivity } from './0012-webhook-activity.js';
 import { Migration0013ModelCalls } from './0013-model-calls.js';
 import { Migration0014Leads } from './0014-leads.js';
 import { Migration0015AgentBehaviour } from './0015-agent-behaviour.js';
+import { Migration0016KnowledgeSynonyms } from './0016-knowledge-synonyms.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   { name: '0013-model-calls', class: Migration0013ModelCalls },
   { name: '0014-leads', class: Migration0014Leads },
   { name: '0015-agent-behaviour', class: Migration0015AgentBehaviour },
+  { name: '0016-knowledge-synonyms', class: Migration0016KnowledgeSynonyms },
 ];

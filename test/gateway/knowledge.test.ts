@@ -64,7 +64,8 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
   const ruDelivery = await addDoc(a.token, ru.id, RU_DELIVERY);
 
   t.test('shapes', async (t) => {
-    t.same(Object.keys(kb).sort(), ['chunks', 'createdAt', 'embedding', 'id', 'language', 'name', 'updatedAt']);
+    t.same(Object.keys(kb).sort(), ['chunks', 'createdAt', 'embedding', 'id', 'language', 'name', 'synonyms', 'updatedAt']);
+    t.same(kb.synonyms, []);
     t.match(kb, { name: 'Help centre', language: 'english', embedding: null, chunks: 0 });
     t.match(kb.createdAt, ISO_MS);
     const plain = await createBase(a.token, { name: 'Defaults' });
@@ -220,6 +221,36 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     t.teardown(() => sql.end());
     const [best] = await bestKnowledgeMatches(sql, [{ companyId: a.companyId, knowledgeBaseId: kb.id, query: 'can I get a receipt for my company?' }]);
     t.match(best, { documentId: payment.id, heading: 'Paying for an order › Invoices' }, 'the built-in agent finds it too');
+  });
+
+  t.test("a base's own synonyms: set, shown, indexed in its language, phrases whole", async (t) => {
+    const base = await createBase(a.token, { name: 'Own words', synonyms: [['  gizmo ', 'widgets', 'gizmo'], ['bank wire', 'invoice'], ['alone', 'alone']] });
+    t.same(base.synonyms, [['gizmo', 'widgets'], ['bank wire', 'invoice']], 'entries trimmed, repeats and one-entry groups dropped');
+    const widgets = await addDoc(a.token, base.id, { title: 'Workshop', content: 'Widgets are assembled daily.' });
+    const invoices = await addDoc(a.token, base.id, { title: 'Paying', content: 'Business customers can pay by invoice within 14 days.' });
+    t.match(await top(base.id, 'where is my gizmo'), { documentId: widgets.id, matchedBy: ['fulltext'] }, 'a word of the group finds the others');
+    t.equal((await top(base.id, 'can I pay by bank wire?')).documentId, invoices.id, 'a phrase held whole');
+    t.same((await search(a.token, base.id, 'bank')).body.results, [], 'one word of a phrase brings nothing');
+
+    const patched = await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { synonyms: [['doohickey', 'widgets']] } });
+    t.equal(patched.status, 200);
+    t.same(patched.body.knowledgeBase.synonyms, [['doohickey', 'widgets']]);
+    t.equal((await top(base.id, 'doohickey')).documentId, widgets.id, 'the new groups apply at once');
+    t.same((await search(a.token, base.id, 'gizmo')).body.results, [], 'the old ones are gone');
+    t.same((await api('GET', `/api/knowledge-bases/${base.id}`, { token: a.token })).body.knowledgeBase.synonyms, [['doohickey', 'widgets']]);
+
+    // simple keeps "widgets" as it is; english stems it to "widget" in the chunks and must in the groups too.
+    await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { language: 'english' } });
+    await waitForDocument(api, a.token, base.id, widgets.id);
+    t.equal((await top(base.id, 'doohickey')).documentId, widgets.id, 'a new language indexes the groups again');
+    t.equal((await search(b.token, base.id, 'doohickey')).status, 404, "another company cannot search the base");
+
+    for (const synonyms of ['gizmo', [['only one']], [['ok', '  ']], [['ok', 'x'.repeat(101)]], Array.from({ length: 501 }, () => ['a', 'b']), [Array.from({ length: 21 }, (_, i) => `w${i}`)]]) {
+      const res = await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { synonyms } });
+      t.equal(res.status, 400, `synonyms ${JSON.stringify(synonyms).slice(0, 40)}: 400`);
+      t.equal(res.body.error?.code, 'VALIDATION_ERROR');
+    }
+    t.same((await api('GET', `/api/knowledge-bases/${base.id}`, { token: a.token })).body.knowledgeBase.synonyms, [['doohickey', 'widgets']], 'a refused change changes nothing');
   });
 
   t.test('search in Russian, with inflections and typos', async (t) => {

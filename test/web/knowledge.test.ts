@@ -1,5 +1,5 @@
 // The knowledge page (upload by drag and drop and by file, a page by URL, status and progress,
-// chunk preview) and the "Test agent" page, in Chromium against the real service.
+// chunk preview, the base's synonyms) and the "Test agent" page, in Chromium against the real service.
 import { createServer } from 'node:http';
 import t from 'tap';
 import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
@@ -76,6 +76,22 @@ t.test('knowledge: drop and choose files, a page, status and progress, chunks; t
   const results = page.getByRole('list', { name: 'Search results' });
   await results.waitFor();
   t.match(await results.textContent(), /care › Kettle care › Descaling.*fulltext/);
+
+  // The base's own synonyms: a word of the company's customers finds the help centre's.
+  await page.getByLabel('Search', { exact: true }).fill('furring');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await page.getByText('No results for “furring”.').waitFor();
+  const synonyms = page.getByLabel('Words your customers use for the same thing');
+  await synonyms.fill('furring');
+  await page.getByRole('button', { name: 'Save synonyms' }).click();
+  await page.getByRole('alert').getByText('“furring” needs at least one other word on its line.').waitFor();
+  await synonyms.fill('furring,  descale\n\nkettle, jug');
+  await page.getByRole('button', { name: 'Save synonyms' }).click();
+  await page.getByText('2 synonym groups saved; searches use them now.').waitFor();
+  t.equal(await synonyms.inputValue(), 'furring, descale\nkettle, jug', 'the groups as stored');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await results.waitFor();
+  t.match(await results.textContent(), /care › Kettle care › Descaling.*fulltext/, 'found through the synonym');
 
   // Test agent.
   const kb = (await api('GET', '/api/knowledge-bases', { token })).body.knowledgeBases[0];

@@ -1,6 +1,6 @@
 // Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
 // a file, a page by URL, or typed text); watch their processing (status, progress bars);
-// preview a document's chunks; try a search.
+// preview a document's chunks; edit the base's own synonyms; try a search.
 import { api, apiUpload, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 
@@ -190,6 +190,40 @@ export function render(root, { signal }) {
     }
   }
 
+  // The base's own synonyms: one group per line, its words or phrases separated by commas.
+  const synonyms = h('textarea', { name: 'synonyms', rows: 4, placeholder: 'esim, embedded sim, digital sim\nsim card, simcard, sim' });
+  const synonymsButton = h('button', { type: 'submit', class: 'secondary' }, 'Save synonyms');
+  const synonymsMsg = messages();
+  const synonymsForm = h(
+    'form',
+    { method: 'post', 'aria-labelledby': 'kb-synonyms' },
+    h('h3', { id: 'kb-synonyms' }, 'Synonyms'),
+    field('Words your customers use for the same thing', synonyms, 'One group per line, separated by commas. Common English and Russian ones are built in.'),
+    h('div', { class: 'actions' }, synonymsButton),
+    synonymsMsg.el,
+  );
+  const synonymsText = (groups) => (groups ?? []).map((g) => g.join(', ')).join('\n');
+  synonymsForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = state.selectedId;
+    const groups = synonyms.value.split('\n').map((line) => line.split(',').map((w) => w.trim()).filter(Boolean)).filter((g) => g.length);
+    const lonely = groups.find((g) => g.length < 2);
+    if (lonely) {
+      synonymsMsg.error(new Error(`“${lonely[0]}” needs at least one other word on its line.`));
+      synonyms.focus();
+      return;
+    }
+    try {
+      const { knowledgeBase } = await busy(synonymsButton, () => api('PATCH', `/api/knowledge-bases/${seg(id)}`, { synonyms: groups }, { signal }));
+      state.knowledgeBases = state.knowledgeBases.map((k) => (k.id === knowledgeBase.id ? knowledgeBase : k));
+      if (state.selectedId !== id) return;
+      synonyms.value = synonymsText(knowledgeBase.synonyms);
+      synonymsMsg.ok(`${knowledgeBase.synonyms.length} synonym group${knowledgeBase.synonyms.length === 1 ? '' : 's'} saved; searches use them now.`);
+    } catch (err) {
+      if (err.name !== 'AbortError') synonymsMsg.error(err);
+    }
+  });
+
   // Search.
   const query = h('input', { type: 'search', name: 'q', maxlength: '500' });
   const searchButton = h('button', { type: 'submit', class: 'secondary' }, 'Search');
@@ -242,7 +276,7 @@ export function render(root, { signal }) {
     detail,
     detailTitle,
     detailFacts,
-    h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
+    h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm, synonymsForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
   );
 
   function statusCell(d) {
@@ -349,7 +383,8 @@ export function render(root, { signal }) {
     detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
     replace(results);
     replace(previewEl);
-    for (const m of [addMsg, searchMsg, uploadMsg, pageMsg]) m.clear();
+    synonyms.value = synonymsText(kb?.synonyms);
+    for (const m of [addMsg, searchMsg, uploadMsg, pageMsg, synonymsMsg]) m.clear();
     docsMsg.ok('Loading documents…');
     replace(docsEl);
     await loadDocuments(id);
