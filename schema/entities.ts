@@ -258,7 +258,7 @@ export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
     embeddingDimensions: { type: 'integer', nullable: true },
     chunkCount: { type: 'integer', default: 0 },
     contentVersion: { type: 'bigint', default: 0 },
-    synonyms: { type: 'json' },
+    synonyms: { type: 'json', onCreate: () => [] },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
