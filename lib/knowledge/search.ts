@@ -28,6 +28,9 @@ import { withoutStopWords } from './stop-words.js';
  * synonyms and trigram neighbours: a fiftieth); the common ones only add to the scores of
  * chunks found that way.
  *
+ * The first RERANK_DEPTH chunks of each lexical list are then scaled by how often, and where
+ * (title and headings or text), they hold the question's words (`ts_rank`, TERM_FREQUENCY_WEIGHT).
+ *
  * A third signal, **vector** (lib/knowledge/vectors.ts), is added in code when the base has an
  * embedding model. The lists are fused by reciprocal rank (RRF, k = 60); the full-text list of
  * a question with a misspelt word weighs MISSPELT_FULLTEXT_WEIGHT.
@@ -61,6 +64,14 @@ export const EXPANSION_SELECTIVITY = 50;
  * list misses the corrected word, the trigram list (the question as corrected) has them all.
  */
 export const MISSPELT_FULLTEXT_WEIGHT = 0.5;
+/**
+ * The first RERANK_DEPTH chunks of each list are scaled by 1 + TERM_FREQUENCY_WEIGHT × PostgreSQL's
+ * `ts_rank` of the chunk for the question's words (their own, synonyms and neighbours): how often
+ * the chunk holds them, saturating, and whether in its title and headings (weight A) or text
+ * (B). The IDF sum alone cannot tell two chunks apart that hold the same words once each.
+ */
+export const TERM_FREQUENCY_WEIGHT = 4;
+export const RERANK_DEPTH = 10;
 export const MAX_QUERY_CHARS = 2000;
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const MAX_SEARCH_LIMIT = 50;
@@ -203,11 +214,35 @@ const LEXICAL_CTES = `
     from per_lexeme p join total t on t.ord = p.ord
     group by p.ord, p.chunk_id, p.document_id, t.weight
   ),
+  first_ranks as (
+    select c.*,
+           row_number() over (partition by c.ord order by c.ft desc nulls last, c.chunk_id) as ft_first,
+           row_number() over (partition by c.ord order by c.tg desc, c.chunk_id) as tg_first
+    from per_chunk c
+  ),
+  question_query as (
+    select w.ord, w.company_id, string_agg(${quotedLexeme('w.term')}, ' | ')::tsquery as tq
+    from (select distinct ord, company_id, term from weighted) w group by w.ord, w.company_id
+  ),
+  term_frequency as (
+    -- The first RERANK_DEPTH of each list: how often and where (title, headings) the chunk holds
+    -- the question's words. The others keep their score (they stay below).
+    select c.ord, c.chunk_id, ts_rank(k.search_vector, qq.tq) as rank
+    from first_ranks c
+    join question_query qq on qq.ord = c.ord
+    join knowledge_chunks k on k.id = c.chunk_id and k.company_id = qq.company_id
+    where c.ft_first <= ${RERANK_DEPTH} or c.tg_first <= ${RERANK_DEPTH}
+  ),
+  reranked as (
+    select c.ord, c.chunk_id, c.document_id, c.fuzzy, c.relevance,
+           c.ft * (1 + ${TERM_FREQUENCY_WEIGHT} * coalesce(t.rank, 0)) as ft, c.tg * (1 + ${TERM_FREQUENCY_WEIGHT} * coalesce(t.rank, 0)) as tg
+    from first_ranks c left join term_frequency t on t.ord = c.ord and t.chunk_id = c.chunk_id
+  ),
   ranked as (
     select c.*,
            case when c.ft > 0 then row_number() over (partition by c.ord order by c.ft desc nulls last, c.chunk_id) end as ft_rank,
            case when f.any_fuzzy then row_number() over (partition by c.ord order by c.tg desc, c.chunk_id) end as tg_rank, f.any_fuzzy
-    from per_chunk c join (select ord, bool_or(fuzzy) as any_fuzzy from per_chunk group by ord) f on f.ord = c.ord
+    from reranked c join (select ord, bool_or(fuzzy) as any_fuzzy from per_chunk group by ord) f on f.ord = c.ord
   )`;
 
 /** The parameters of a statement over LEXICAL_CTES for questions as searched. */

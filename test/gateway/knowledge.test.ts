@@ -36,6 +36,9 @@ async function apiToken(api: ApiClient, sessionToken: string): Promise<string> {
 t.test('knowledge bases, documents, chunks, search', async (t) => {
   const svc = await startTestService(t, 'knowledge');
   const { api } = svc;
+  // The statements the worker runs, called directly (the built-in agent's lookup).
+  const sql = openSqlPool({ url: svc.config.databaseUrl, poolMax: 1 });
+  t.teardown(() => sql.end());
   const a = await signUp(api, 'Alpha');
   const b = await signUp(api, 'Beta');
   const aApi = await apiToken(api, a.token);
@@ -217,10 +220,18 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     t.equal((await top(kb.id, 'when do I get my money back')).documentId, returns.id, '"money back" finds the refund');
     t.equal((await top(kb.id, 'where is my package')).documentId, delivery.id, '"package" finds the parcel');
     t.equal((await top(ru.id, 'когда привезут?')).documentId, ruDelivery.id, '«привезут» finds the delivery');
-    const sql = openSqlPool({ url: svc.config.databaseUrl, poolMax: 1 });
-    t.teardown(() => sql.end());
     const [best] = await bestKnowledgeMatches(sql, [{ companyId: a.companyId, knowledgeBaseId: kb.id, query: 'can I get a receipt for my company?' }]);
     t.match(best, { documentId: payment.id, heading: 'Paying for an order › Invoices' }, 'the built-in agent finds it too');
+  });
+
+  t.test('search: of chunks holding the same words, the one about them comes first', async (t) => {
+    const base = await createBase(a.token, { name: 'Frequency', language: 'english' });
+    // Created first: with equal scores the older chunk would win.
+    await addDoc(a.token, base.id, { title: 'Shop news', content: 'New mugs arrived. Every kettle comes with a warranty card in the box. The shop opens on Sundays now.' });
+    const about = await addDoc(a.token, base.id, { title: 'Service', content: 'The warranty lasts two years. To claim the warranty, send us the receipt; warranty repairs cost nothing.' });
+    t.equal((await top(base.id, 'warranty')).documentId, about.id, 'the chunk that says it three times');
+    const [best] = await bestKnowledgeMatches(sql, [{ companyId: a.companyId, knowledgeBaseId: base.id, query: 'is there a warranty?' }]);
+    t.equal(best?.documentId, about.id, 'the built-in agent too');
   });
 
   t.test("a base's own synonyms: set, shown, indexed in its language, phrases whole", async (t) => {
@@ -292,8 +303,6 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
   });
 
   t.test('the SQL names the tenant: another company id with this base finds nothing', async (t) => {
-    const sql = openSqlPool({ url: svc.config.databaseUrl, poolMax: 1 });
-    t.teardown(() => sql.end());
     const q = { knowledgeBaseId: kb.id, query: 'opening hours' };
     t.same(await lexicalCandidates(sql, [{ ...q, companyId: b.companyId }]), [{ candidates: [], terms: [] }]);
     t.same(await bestKnowledgeMatches(sql, [{ ...q, companyId: b.companyId }]), [null]);
