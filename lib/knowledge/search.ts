@@ -173,10 +173,12 @@ const LEXICAL_CTES = `
     group by ord
   ),
   weighted as (
-    select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
-           t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end) as selective,
-           bool_or(t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end)) over (partition by t.ord) as some_selective
-    from terms t
+    select s.*, bool_or(s.selective) over (partition by s.ord) as some_selective
+    from (
+      select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
+             t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end) as selective
+      from terms t
+    ) s
   ),
   found as (
     select s.ord, s.qi, s.exact, s.w, s.cw, c.id as chunk_id, c.document_id, (c.heading_vector @@ s.tq) as in_heading
