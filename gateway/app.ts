@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
@@ -16,9 +15,11 @@ import { Sessions } from './auth/sessions.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
 import { apiPolicy } from './http/api-policy.js';
 import { jsonBodyOnly } from './http/json-body.js';
+import { accessLog } from './http/access-log.js';
 import { createMetrics } from './http/metrics.js';
 import { buildOpenApiDocument } from './http/openapi.js';
 import { RouteDocs, type RouteDoc } from './http/route-docs.js';
+import { observeRequests, type RequestObserver } from './http/request-observer.js';
 import { RouteTable } from './http/route-table.js';
 import { secureRequestRule } from './http/secure-request.js';
 import { agentRouteDocs, agentRoutes } from './routes/agents.js';
@@ -100,13 +101,14 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     app.use(prefix, router);
     routeDocs.add(prefix, docs);
   };
-  const metrics = createMetrics((method, path) => routes.match(method, path), deps.registry);
-  app.use((req, res, next) => {
-    req.requestId = randomUUID();
-    res.setHeader('X-Request-Id', req.requestId);
-    next();
-  });
-  app.use(metrics.observe);
+  const metrics = createMetrics(deps.registry);
+  const logRequest = accessLog(logger);
+  // Every request, express's or the webhook fast path's, is timed and logged under one route name.
+  const observeRequest: RequestObserver = (request) => {
+    metrics.record(request);
+    logRequest(request);
+  };
+  app.use(observeRequests((method, path) => routes.match(method, path), observeRequest));
   app.use(helmet({ contentSecurityPolicy: false }));
   mount('/', healthRoutes({ orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }), healthRouteDocs);
   app.use('/api', apiPolicy({ enforceHttps: config.enforceHttps, isSecure }));
@@ -116,9 +118,10 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const clientIp = (req: IncomingMessage): string | undefined =>
     (Object.create(app.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as express.Request).ip;
   // Before any body parser: webhooks hash their raw bytes as they arrive.
-  const webhooks = webhookIngress({ config, orm, sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: metrics.record });
+  const webhooks = webhookIngress({ config, orm, sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: observeRequest });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
-  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, options: deps.webchat });
+  // Upgrades are logged, not timed: a socket's handshake is not a request of the latency histogram.
+  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
   mount('/api/webhook', webhooks.router, webhookRouteDocs);
   routeDocs.add('/', SERVER_ROUTE_DOCS, 'server');
   mount('/', widgetRoutes(), widgetRouteDocs);
@@ -139,7 +142,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // The dashboard's docs join before the document is built; the docs routes describe themselves too.
   routeDocs.add('/', dashboardRouteDocs);
   routeDocs.add('/api', apiDocsRouteDocs);
-  app.use('/api', apiDocsRoutes(buildOpenApiDocument(routeDocs.list())));
+  app.use('/api', apiDocsRoutes(buildOpenApiDocument(routeDocs.list(), { serverUrl: config.publicBaseUrl })));
 
   // The dashboard: exactly GET / and /app/<version>/… (after every API route, shadowing none).
   app.use(dashboardRoutes());

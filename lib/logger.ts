@@ -21,3 +21,19 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     destination,
   );
 }
+
+/** What waits for a slow reader of standard output before lines are dropped. */
+const STDOUT_BUFFER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Standard output written asynchronously, for a process's own logger: with a line per HTTP
+ * request (the access log), a synchronous write would stall the webhook path whenever the
+ * reader of stdout (a container runtime's pipe, journald) falls behind. Lines wait in memory
+ * only while a write is under way; pino writes what is left synchronously when the process
+ * exits, however it exits (lib/runtime.ts also flushes before its orderly exit). A reader that
+ * stops reading altogether costs lines past STDOUT_BUFFER_BYTES, never the process's memory.
+ */
+export function asyncStdout(): pino.DestinationStream {
+  return pino.destination({ dest: 1, sync: false, maxLength: STDOUT_BUFFER_BYTES });
+}
+

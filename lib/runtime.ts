@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableError, type Orm } from './db.js';
 import { ConfigError } from './errors.js';
-import { createLogger, type Logger } from './logger.js';
+import { asyncStdout, createLogger, type Logger } from './logger.js';
 import { connectNats, type NatsConnection } from './nats.js';
 import { installTracing, type InstalledTracing } from './tracing.js';
 
@@ -55,7 +55,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
     if (err instanceof ConfigError) die(`configuration error: ${err.message}`);
     throw err;
   }
-  const logger = createLogger(config.logLevel).child({ role });
+  const logger = createLogger(config.logLevel, asyncStdout()).child({ role });
   for (const w of warnings) logger.warn(w);
   let tracing: InstalledTracing | undefined;
   if (config.tracing) {
@@ -124,6 +124,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
       }
     }
     logger.info('stopped');
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
     process.exit(exitCode);
   };
   process.on('SIGTERM', () => void stop('SIGTERM', 0));

@@ -188,6 +188,12 @@ export function recordSharedSpan(name: string, parents: Iterable<Context>, start
   }
 }
 
+/** The trace id of `span`, else of the active span, or undefined (tracing off, or no span). */
+export function traceIdOf(span?: Span): string | undefined {
+  if (!enabled) return undefined;
+  return (span ?? trace.getSpan(context.active()))?.spanContext().traceId;
+}
+
 /** `{traceId, spanId}` of the active span for log lines, or nothing. */
 export function activeTraceFields(): { traceId: string; spanId: string } | Record<string, never> {
   if (!enabled) return {};

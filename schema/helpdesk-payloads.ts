@@ -57,7 +57,8 @@ export const helpdeskMessageSchema = {
     type: { type: ['string', 'null'] },
     dialog_id: numericId,
     request_id: numericId,
-    attachments: { type: ['array', 'null'] },
+    // Kept as sent, whatever their shape; `items` said outright for OpenAPI tools that expect it.
+    attachments: { type: ['array', 'null'], items: {} },
     event_time: eventTime,
   },
 } as const;

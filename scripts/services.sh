@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL and NATS (JetStream) answer on this machine, starting them when they
-# are installed but stopped. Sourced by scripts/run.sh and .ci/run.
+# are installed but stopped. Sourced by scripts/run.sh and scripts/test.sh.
 PG_HOST=${PG_HOST:-127.0.0.1}
 PG_PORT=${PG_PORT:-5432}
 NATS_HOST=${NATS_HOST:-127.0.0.1}

@@ -20,7 +20,7 @@ export const ERROR_SCHEMA = object(
         code: { title: 'ErrorCode', type: 'string', enum: Object.keys(ERRORS), description: 'A stable code from the one catalog (lib/errors.ts).' },
         message: { type: 'string', description: 'For people; may change.' },
         details: { ...arrayOf(object({ field: STRING, message: STRING }, { title: 'FieldError' })), description: 'VALIDATION_ERROR: one entry per bad field.' },
-        requestId: { ...UUID, description: 'INTERNAL_ERROR: the id of the request in the logs (also the X-Request-Id header).' },
+        requestId: { ...UUID, description: 'INTERNAL_ERROR: the id of the request in the logs (also the X-Request-Id header): its access line\'s `traceId`, the same 32 hex digits spelled as a UUID.' },
       },
       { optional: ['details', 'requestId'] },
     ),
@@ -58,7 +58,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     } else if (err?.type === 'charset.unsupported' || err?.type === 'encoding.unsupported') {
       appError = new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding.');
     } else {
-      logger.error({ err, requestId: req.requestId, method: req.method, path: req.path }, 'unhandled error');
+      logger.error({ err, requestId: req.requestId, traceId: req.traceId, method: req.method, path: req.path }, 'unhandled error');
       appError = new AppError('INTERNAL_ERROR', `Internal server error (request ${req.requestId}).`);
     }
     writeError(res, appError, req.requestId);

@@ -1,19 +1,14 @@
-import type { RequestHandler } from 'express';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RequestObserver } from './request-observer.js';
 
 /** The route label of every request that matches no route (whatever its path and status). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-/** Names a request by its route pattern (`/api/agents/:id`), or null when no route matches it. */
-export type RouteOf = (method: string, path: string) => string | null;
-
 /** One registry per process; the HTTP layer records every request's duration by route and status. */
 export interface Metrics {
   registry: Registry;
-  /** Express middleware timing every request it sees. */
-  observe: RequestHandler;
-  /** For handlers outside express (the webhook fast path). */
-  record: (method: string, route: string, status: number, seconds: number) => void;
+  /** Records a request whose answer was sent (one the client left before its end is not timed). */
+  record: RequestObserver;
 }
 
 /**
@@ -21,7 +16,7 @@ export interface Metrics {
  * the label set is bounded by the route table, whatever paths clients send (junk under an
  * authenticated router that answers 401 before any route runs included).
  */
-export function createMetrics(routeOf: RouteOf, shared?: Registry): Metrics {
+export function createMetrics(shared?: Registry): Metrics {
   // A process's registry (lib/runtime.ts) already collects the process figures.
   const registry = shared ?? new Registry();
   if (!shared) collectDefaultMetrics({ register: registry });
@@ -32,14 +27,9 @@ export function createMetrics(routeOf: RouteOf, shared?: Registry): Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  const observe: RequestHandler = (req, res, next) => {
-    const start = process.hrtime.bigint();
-    res.once('finish', () => {
-      const route = routeOf(req.method, req.originalUrl.split('?', 1)[0]!) ?? UNMATCHED_ROUTE;
-      duration.observe({ method: req.method, route, status: String(res.statusCode) }, Number(process.hrtime.bigint() - start) / 1e9);
-    });
-    next();
+  const record: RequestObserver = ({ method, route, status, durationMs, aborted }) => {
+    if (aborted || status === null) return;
+    duration.observe({ method, route: route ?? UNMATCHED_ROUTE, status: String(status) }, durationMs / 1e3);
   };
-  const record: Metrics['record'] = (method, route, status, seconds) => duration.observe({ method, route, status: String(status) }, seconds);
-  return { registry, observe, record };
+  return { registry, record };
 }

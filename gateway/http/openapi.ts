@@ -28,7 +28,9 @@ const DESCRIPTION = [
   'This document is generated at start from the schemas the routes validate with (gateway/http/openapi.ts).',
 ].join('\n');
 
-const SECURITY: Record<Exclude<Access, 'public'>, Record<string, string[]>[]> = {
+/** Every operation states its credentials: `[]` (none) for a public one, which no document-wide default could override. */
+const SECURITY: Record<Access, Record<string, string[]>[]> = {
+  public: [],
   any: [{ sessionToken: [] }, { apiToken: [] }],
   session: [{ sessionToken: [] }],
   // Open unless METRICS_TOKEN is set.
@@ -39,6 +41,25 @@ const SECURITY_SCHEMES = {
   sessionToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A session access token from `POST /api/auth/login` or `/api/auth/refresh` (15 minutes).' },
   apiToken: { type: 'http', scheme: 'bearer', bearerFormat: 'mas_…', description: 'A company API token from `POST /api/api-tokens` (shown once).' },
   metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when the operator set one.' },
+};
+
+/** What each tag (a section of the docs page) holds. */
+const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  Health: 'Liveness, readiness and Prometheus metrics, for the platform running the service.',
+  Webhooks: 'Helpdesk (Chat2Desk) deliveries: signed customer messages and status events, queued before they are acknowledged.',
+  Webchat: 'The embeddable chat widget and the WebSocket it speaks.',
+  Accounts: 'Sign-up, sessions (access and refresh tokens) and the current user.',
+  'API tokens': 'Company API tokens for servers and scripts (managed with a session).',
+  Agents: 'The AI agents that answer customers: built-in (from a knowledge base) or any OpenAI-compatible model, and their evaluations.',
+  Integrations: 'Helpdesk and webchat channels, each answered by an agent.',
+  Knowledge: 'Knowledge bases, their documents (text, pages, files) and search.',
+  Billing: 'Credit, the daily spend cap and the ledger of model costs.',
+  Pipelines: 'Sales pipelines and their stages.',
+  Conversations: 'Conversations with their messages and state, and the commands operators give them.',
+  Leads: 'Every customer as a lead in a pipeline stage, with their sessions and moves.',
+  Analytics: 'Outcomes of the agents over a period.',
+  Dashboard: 'The web dashboard.',
+  Documentation: 'This document and its docs page.',
 };
 
 const RETRY_AFTER = { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } };
@@ -163,7 +184,7 @@ class DocumentBuilder {
       summary: doc.summary,
       ...(doc.description ? { description: doc.description } : {}),
       tags: [doc.tag],
-      ...(doc.access === 'public' ? {} : { security: SECURITY[doc.access] }),
+      security: SECURITY[doc.access],
       ...(doc.params?.length
         ? {
             parameters: doc.params.map((p) => ({
@@ -204,8 +225,21 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The document of these routes (in mount order), frozen. Throws on a doc that cannot be stated (a name used twice, a status both success and error). */
-export function buildOpenApiDocument(docs: readonly MountedRouteDoc[]): OpenApiDocument {
+/** Where the document's operations are served. */
+export interface DocumentOptions {
+  /** The service's public base URL (PUBLIC_BASE_URL): absolute, so a generated client needs no other setting. */
+  serverUrl: string;
+}
+
+/** What a tag holds, or a throw: every section of the docs page says what it is. */
+function tagDescription(name: string): string {
+  const description = TAG_DESCRIPTIONS[name];
+  if (description === undefined) throw new Error(`OpenAPI: the tag ${name} has no description (TAG_DESCRIPTIONS)`);
+  return description;
+}
+
+/** The document of these routes (in mount order), frozen. Throws on a doc that cannot be stated (a name used twice, a status both success and error, a tag without a description). */
+export function buildOpenApiDocument(docs: readonly MountedRouteDoc[], options: DocumentOptions): OpenApiDocument {
   const builder = new DocumentBuilder();
   builder.schema(ERROR_SCHEMA);
   const paths: Record<string, Record<string, unknown>> = {};
@@ -219,7 +253,8 @@ export function buildOpenApiDocument(docs: readonly MountedRouteDoc[]): OpenApiD
   return deepFreeze({
     openapi: '3.1.0',
     info: { title: 'Messaging automation API', version: VERSION, description: DESCRIPTION },
-    tags: [...new Set(docs.map((d) => d.tag))].map((name) => ({ name })),
+    servers: [{ url: options.serverUrl, description: 'This deployment (PUBLIC_BASE_URL).' }],
+    tags: [...new Set(docs.map((d) => d.tag))].map((name) => ({ name, description: tagDescription(name) })),
     paths,
     components: {
       schemas: builder.schemas,

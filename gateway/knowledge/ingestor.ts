@@ -19,10 +19,12 @@ import { fetchPage } from './page.js';
  * it holds a lease (`lease_until`, renewed with every progress update); `attempts` counts the
  * leases taken. Crash behaviour: a process that dies mid-way leaves an expired lease, and
  * every gateway sweeps for those at start and every `sweepMs`: the document is **resumed**
- * from its start (the original bytes stay in `raw` until it is indexed; a page is fetched
- * again). A document whose leases ran out `maxAttempts` times (say a PDF that kills the
- * process every time) is **failed** with that reason instead of being tried forever. A
- * document's result (chunks, counters, status) is written in one transaction.
+ * from its start (the original bytes stay in `raw` until their text is extracted; a page is
+ * fetched again). A document whose leases ran out `maxAttempts` times (say a PDF that kills
+ * the process every time) is **failed** with that reason instead of being tried forever. A
+ * document's result (chunks, counters, status) is written in one transaction. A failed
+ * document keeps what it was read from (`raw` or `content`), so a retry
+ * (`POST …/documents/:docId/retry`) can process it again with a fresh count of leases.
  *
  * What can go wrong with the input (no text, an unreadable PDF, a page that times out, an
  * embedding server that refuses) fails the document at once with the reason in `error`; an
@@ -173,7 +175,7 @@ export class KnowledgeIngestor {
     );
     if (!doc) return null;
     if (doc.attempts > this.#maxAttempts) {
-      await this.#fail(doc, `processing was interrupted ${this.#maxAttempts} times; delete the document and add it again, or split it`);
+      await this.#fail(doc, `processing was interrupted ${this.#maxAttempts} times; retry the document, or split it`);
       return null;
     }
     return doc;
@@ -211,7 +213,7 @@ export class KnowledgeIngestor {
       const exec: Exec = (sql, params) => em.execute(sql, params as unknown[]);
       await removeChunks(exec, { companyId: doc.company_id, knowledgeBaseId: doc.knowledge_base_id, documentId: doc.id });
       await exec(
-        `update knowledge_documents set status = 'failed', error = ?, raw = null, lease_until = null, chunk_count = 0, updated_at = now()
+        `update knowledge_documents set status = 'failed', error = ?, lease_until = null, chunk_count = 0, updated_at = now()
          where id = ? and company_id = ?`,
         [reason.slice(0, 500), doc.id, doc.company_id],
       );

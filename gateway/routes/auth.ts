@@ -125,7 +125,7 @@ const SESSION = object(
 );
 const EMAIL = { type: 'string', format: 'email' };
 const COMPANY = { id: ID, companyId: UUID, companyName: STRING };
-const EXAMPLE_USER_ID = '6f1c2d4e-8a3b-4c5d-9e0f-1a2b3c4d5e6f';
+export const EXAMPLE_USER_ID = '6f1c2d4e-8a3b-4c5d-9e0f-1a2b3c4d5e6f';
 const EXAMPLE_COMPANY = { id: 1, companyId: 'a7e9c1b3-5d2f-4e6a-8b0c-9d1e2f3a4b5c', companyName: 'Acme' };
 const EXAMPLE_SESSION = { access_token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIuLi4ifQ.c2lnbmF0dXJl', refresh_token: 'rt_9f86d081884c7d659a2feaa0c55ad015', expires_at: 1772359200 };
 const RATE_LIMITED_LOGIN = 'too many failed logins for this email or from this address (10 per email, 300 per IP in 15 minutes), even with the right password';

@@ -10,7 +10,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { storable } from '../../lib/text.js';
-import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type DocumentSource, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
+import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type DocumentSource, type DocumentStatus, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
@@ -225,6 +225,36 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     for (const r of rows) ingestor.enqueue(r.id);
   }
 
+  /**
+   * A failed document back to `processing` with a fresh count of leases (a retry is a new
+   * start, not one more interruption), read again from what it kept (gateway/knowledge/ingestor.ts):
+   * a page is fetched anew, as what failed is usually mended on the page; an upload whose text
+   * was not extracted yet is read from its stored bytes; anything else is indexed from its
+   * content. One statement, so of two retries at once only one goes through. Left without a
+   * lease, the document is the sweep's should this process die before the ingestor takes it.
+   */
+  async function requeueFailed(tenant: TenantScope, kb: KnowledgeBase, documentId: number): Promise<void> {
+    const [found] = await query<{ status: DocumentStatus; requeued: boolean }>(
+      sql,
+      'kb_document_retry',
+      `with found as (
+         select id, status, raw is not null or content is not null or source->>'type' = 'url' as readable
+         from knowledge_documents where id = $1 and knowledge_base_id = $2 and company_id = $3 for update
+       ), requeued as (
+         update knowledge_documents d set status = 'processing', progress = 0, error = null, attempts = 0, lease_until = null,
+           content = case when d.source->>'type' = 'url' then null else d.content end, updated_at = now()
+         from found where d.id = found.id and found.status = 'failed' and found.readable returning d.id
+       )
+       select status, exists (select 1 from requeued) as requeued from found`,
+      [documentId, kb.id, tenant.companyId],
+    );
+    if (!found) throw notFound('Document');
+    if (found.requeued) return;
+    if (found.status !== 'failed') throw new AppError('CONFLICT', `The document is ${found.status}: only a failed document can be retried.`);
+    // Failed, yet nothing to read again: an upload that failed before failed documents kept their file.
+    throw new AppError('CONFLICT', 'The uploaded file of this document is no longer stored: delete the document and upload the file again.');
+  }
+
   router.get('/', async (req, res) => {
     const bases = await req.tenant!.em.find(KnowledgeBaseSchema, {}, { orderBy: { id: 'asc' }, populate: ['embeddingApiKeySealed'] });
     res.json({ knowledgeBases: bases.map(knowledgeBaseView) });
@@ -360,6 +390,19 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     const kb = await loadBase(tenant, req.params.id);
     const doc = await loadDocument(tenant, kb, req.params.docId, true);
     res.json({ document: { ...documentView(doc), content: doc.content } });
+  });
+
+  /** 200 rather than 202, like the other actions: the answer is the document as it is now, `processing`. */
+  router.post('/:id/documents/:docId/retry', async (req, res) => {
+    const tenant = req.tenant!;
+    const kb = await loadBase(tenant, req.params.id);
+    const documentId = idParam(req.params.docId, 'Document');
+    await requeueFailed(tenant, kb, documentId);
+    const doc = await tenant.em.fork().findOne(KnowledgeDocumentSchema, { id: documentId });
+    // Queued after the view is read, so the answer shows the retry's start, not a run already under way.
+    ingestor.enqueue(documentId);
+    if (!doc) throw notFound('Document');
+    res.json({ document: documentView(doc) });
   });
 
   router.get('/:id/documents/:docId/chunks', async (req, res) => {
@@ -538,6 +581,16 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
       },
     },
     errors: { NOT_FOUND: NO_DOCUMENT },
+  },
+  {
+    method: 'POST', path: '/:id/documents/:docId/retry', operationId: 'retryDocument', tag: 'Knowledge', access: 'any',
+    summary: 'Process a failed document again: a page is fetched again, an upload read from its stored file, text indexed from its content',
+    description: 'For a document that failed because of its base or its source (the embedding server was down, the page answered 404), once that is mended. Answers at once with the document `processing` (progress 0, no error, its interruptions counted afresh); it moves to `ready` or `failed` in the background.',
+    params: [BASE_ID, DOCUMENT_ID],
+    responses: {
+      200: { description: 'The document, processing again.', schema: object({ document: DOCUMENT }), example: { document: { ...EXAMPLE_DOCUMENT, status: 'processing', progress: 0, chunks: 0 } } },
+    },
+    errors: { NOT_FOUND: NO_DOCUMENT, CONFLICT: 'the document is not failed (it is ready, or processing already), or its uploaded file is no longer stored' },
   },
   {
     method: 'GET', path: '/:id/documents/:docId/chunks', operationId: 'listChunks', tag: 'Knowledge', access: 'any',

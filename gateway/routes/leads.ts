@@ -11,7 +11,8 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, type JsonSchema } from '../http/schemas.js';
+import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
+import { EXAMPLE_USER_ID } from './auth.js';
 
 /**
  * Leads (contract.md § Behaviour customers expect from an agent): every customer of the
@@ -186,7 +187,7 @@ const LEAD_MOVE = object(
     fromStageId: nullable(ID),
     toStageId: ID,
     by: { type: 'string', enum: ['operator', 'api_token', 'agent'] },
-    userId: nullable(ID),
+    userId: { ...nullable(UUID), description: 'The operator who moved it (by `operator`), else null.' },
     apiTokenId: nullable(ID),
     conversationId: nullable(ID),
     at: TIMESTAMP,
@@ -204,7 +205,7 @@ const EXAMPLE_LEAD = {
 const EXAMPLE_LEAD_DETAIL = {
   ...EXAMPLE_LEAD,
   conversations: [EXAMPLE_CONVERSATION],
-  moves: [{ id: 1, fromStageId: 1, toStageId: 2, by: 'operator', userId: 1, apiTokenId: null, conversationId: null, at: EXAMPLE_TIME }],
+  moves: [{ id: 1, fromStageId: 1, toStageId: 2, by: 'operator', userId: EXAMPLE_USER_ID, apiTokenId: null, conversationId: null, at: EXAMPLE_TIME }],
 };
 const ONE_LEAD = { schema: object({ lead: LEAD_DETAIL }), example: { lead: { ...EXAMPLE_LEAD_DETAIL, stageId: 2 } } };
 

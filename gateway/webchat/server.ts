@@ -8,6 +8,8 @@ import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import { inboundPublisher } from '../../lib/inbound.js';
 import { streamNames } from '../../lib/streams.js';
+import { requestTraceId } from '../http/request-ids.js';
+import type { RequestObserver } from '../http/request-observer.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { idPathParam } from '../http/validate.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
@@ -81,16 +83,23 @@ export interface WebchatDeps {
   /** The client's address by express's trust-proxy rule (req.ip). */
   clientIp: (req: IncomingMessage) => string | undefined;
   now?: () => number;
+  /** Told of every upgrade once it is answered (the access log). */
+  observe?: RequestObserver;
   options?: WebchatOptions;
 }
 
-function refuse(socket: Duplex, status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
+/** Answers an upgrade with an error; returns the status sent, or null when the client had already gone. */
+function refuse(socket: Duplex, status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}): number | null {
   const body = JSON.stringify({ error: { code, message } });
-  if (!socket.writable) return void socket.destroy();
+  if (!socket.writable) {
+    socket.destroy();
+    return null;
+  }
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
+  return status;
 }
 
 function originOf(header: string | undefined): string | null {
@@ -118,6 +127,11 @@ export class WebchatServer {
     const limits = deps.config.webchat;
     this.#slots = new SocketSlots(limits.maxSockets, limits.maxSocketsPerIp);
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, perMessageDeflate: false, clientTracking: false });
+    // A malformed handshake (method, Upgrade, Sec-WebSocket-Key or -Version) is refused here, in
+    // the catalog's shape, rather than by ws: the upgrade knows what it answered.
+    this.#wss.on('wsClientError', (err: Error, socket: Duplex) => {
+      refuse(socket, 400, 'VALIDATION_ERROR', `Not a valid WebSocket handshake: ${err.message}`);
+    });
     const names = streamNames(deps.config.natsPrefix);
     this.#ctx = {
       orm: deps.orm,
@@ -154,15 +168,24 @@ export class WebchatServer {
 
   /** The HTTP server's 'upgrade' listener. Paths other than the webchat socket get 404. */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const started = process.hrtime.bigint();
+    const traceId = requestTraceId();
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const route = PATH.test(path) ? webchatRouteDoc.path : null;
     socket.on('error', () => {});
-    void this.#upgrade(req, socket, head).catch((err: unknown) => {
-      this.#deps.logger.error({ err }, 'webchat: upgrade failed');
-      refuse(socket, 500, 'INTERNAL_ERROR', 'Internal server error.');
-    });
+    void this.#upgrade(req, socket, head, path)
+      .catch((err: unknown) => {
+        this.#deps.logger.error({ err, traceId }, 'webchat: upgrade failed');
+        return refuse(socket, 500, 'INTERNAL_ERROR', 'Internal server error.');
+      })
+      .then((status) => {
+        const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+        this.#deps.observe?.({ method: req.method ?? 'GET', route, status, durationMs, traceId, aborted: status === null });
+      });
   };
 
-  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  /** Answers the upgrade: the status sent (101 when the socket is open), or null when the client went away first. */
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, path: string): Promise<number | null> {
     const match = PATH.exec(path);
     if (!match) return refuse(socket, 404, 'NOT_FOUND', `No WebSocket endpoint at ${path.slice(0, 200)}.`);
     if (this.#closing) return refuse(socket, 503, 'NOT_READY', 'The server is shutting down.');
@@ -178,7 +201,7 @@ export class WebchatServer {
     socket.once('close', slot.release);
     const deny = (status: number, code: ErrorCode, message: string) => {
       slot.release();
-      refuse(socket, status, code, message);
+      return refuse(socket, status, code, message);
     };
     const raw = match[1]!;
     const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : NaN;
@@ -189,8 +212,14 @@ export class WebchatServer {
       const origin = originOf(req.headers.origin);
       if (!origin || !integration.allowedOrigins.includes(origin)) return deny(403, 'ORIGIN_NOT_ALLOWED', 'This page may not open the chat.');
     }
-    if (socket.destroyed) return slot.release(); // the client gave up while the integration was looked up
+    if (socket.destroyed) {
+      slot.release(); // the client gave up while the integration was looked up
+      return null;
+    }
+    let status: number | null = null;
+    // Synchronous (no verifyClient, no permessage-deflate): the callback has run, or the handshake was refused, when it returns.
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
+      status = 101;
       if (this.#closing) {
         ws.close(1001, 'shutting down');
         return;
@@ -201,6 +230,8 @@ export class WebchatServer {
       });
       this.#connections.add(conn);
     });
+    // Not upgraded: refused by the wsClientError listener (400), or the socket was already gone.
+    return status ?? (socket.writableEnded ? 400 : null);
   }
 
   /** Closes every socket (1001 going away; the widget reconnects elsewhere), then stops. */
@@ -239,6 +270,7 @@ export const webchatRouteDoc: RouteDoc = {
   ],
   responses: { 101: { description: 'Switching Protocols: the socket is open; send `hello` first.' } },
   errors: {
+    VALIDATION_ERROR: 'not a valid WebSocket handshake (method, Upgrade, Sec-WebSocket-Key or Sec-WebSocket-Version)',
     NOT_FOUND: 'no webchat integration with that id',
     INTEGRATION_INACTIVE: 'the integration is switched off',
     ORIGIN_NOT_ALLOWED: 'the page is not one of the allowedOrigins',

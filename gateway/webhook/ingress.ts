@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Response } from 'express';
 import type { Config } from '../../lib/config.js';
@@ -15,7 +14,8 @@ import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
 import { writeError } from '../http/errors.js';
-import { UNMATCHED_ROUTE } from '../http/metrics.js';
+import { requestIdOf, requestTraceId } from '../http/request-ids.js';
+import { observeOnClose, type RequestObserver } from '../http/request-observer.js';
 import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
 import { object } from '../http/schemas.js';
 import { idParam, idPathParam } from '../http/validate.js';
@@ -57,8 +57,8 @@ export interface WebhookIngressDeps {
   now?: () => number;
   /** Whether the request arrived over TLS (directly or via a trusted proxy), by express's `trust proxy` rules. */
   isSecure: (req: IncomingMessage) => boolean;
-  /** Records one request's duration for /metrics. */
-  observe: (method: string, route: string, status: number, seconds: number) => void;
+  /** Told of every webhook POST when its response closes (metrics, the access log). */
+  observe: RequestObserver;
 }
 
 export interface WebhookIngress {
@@ -271,9 +271,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     const route = `/api/webhook/${m[1]}/:id`;
     // A new trace per webhook: a traceparent sent by the outside world is not trusted as our parent.
     const span = startSpan(`POST ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'POST', 'http.route': route, 'url.path': path, 'mas.integration_id': m[2]! } });
-    res.once('finish', () => {
-      deps.observe('POST', res.statusCode === 404 ? UNMATCHED_ROUTE : route, res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
-    });
+    const traceId = requestTraceId(span);
     // 'close' comes also when the sender hangs up before the answer.
     if (span) {
       res.once('close', () => {
@@ -281,12 +279,14 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
         span.end();
       });
     }
+    // A 404 (unknown connector or integration) names no route: the path is whatever was sent.
+    observeOnClose(res, { method: 'POST', started, traceId }, () => (res.statusCode === 404 ? null : route), deps.observe);
     withSpan(span, () => receive(req, res, m[1]!, m[2]!)).catch((err: unknown) => {
       if (span && !(err instanceof AppError)) failSpan(span, err);
       if (res.headersSent) return void res.destroy();
       if (err instanceof AppError) return writeError(res, err);
-      const requestId = randomUUID();
-      logger.error({ err, requestId, path }, 'unhandled webhook error');
+      const requestId = requestIdOf(traceId);
+      logger.error({ err, requestId, traceId, path }, 'unhandled webhook error');
       writeError(res, new AppError('INTERNAL_ERROR', `Internal server error (request ${requestId}).`), requestId);
     });
     return true;

@@ -27,7 +27,7 @@ const of = (op: string) => dockerfile.filter((i) => i.op === op);
 t.test('Dockerfile: multi-stage, production dependencies, non-root, health check', async (t) => {
   const stages = of('FROM');
   t.ok(stages.length >= 2, `${stages.length} stages`);
-  t.ok(stages.every((s) => /^node:20\b/.test(s.args)), 'on Node 20, like the machines');
+  t.ok(stages.every((s) => /^node:24-bookworm-slim\b/.test(s.args)), 'on Node 24 LTS (node:24-bookworm-slim)');
   t.ok(of('RUN').some((r) => /npm ci\b.*--omit=dev/.test(r.args)), 'npm ci --omit=dev');
   const lastStage = dockerfile.slice(dockerfile.lastIndexOf(stages.at(-1)!));
   t.notOk(lastStage.some((i) => i.op === 'RUN' && /npm (ci|install)/.test(i.args)), 'the runtime stage installs nothing');

@@ -71,6 +71,20 @@ function responseAt(o: Operation, status: string): (string | number)[] | null {
   return ['paths', o.path, o.method, 'responses', status];
 }
 
+/** The error codes an operation answers (its answers' examples), each with the status it is listed under. */
+function* errorCodesOf(o: Operation): Generator<{ status: string; code: ErrorCode }> {
+  for (const status of Object.keys(o.op.responses)) {
+    const r = nodeAt(responseAt(o, status)!);
+    for (const ref of Object.values(r.content?.['application/json']?.examples ?? {}) as Json[]) {
+      const code = resolve(ref.$ref ?? '')?.value?.error?.code as ErrorCode | undefined;
+      if (code) yield { status, code };
+    }
+  }
+}
+
+/** Whether an operation may be called without a credential: `security: []`, or an empty requirement among its choices. */
+const openToAnyone = (o: Operation): boolean => o.op.security.length === 0 || o.op.security.some((r: Json) => Object.keys(r).length === 0);
+
 /** Every media type object of the document with its location: request bodies and responses. */
 function* mediaTypes(): Generator<{ where: string; at: (string | number)[]; media: Json }> {
   for (const o of operations) {
@@ -154,6 +168,28 @@ t.test('a valid OpenAPI 3.1 document', async (t) => {
   t.same(broken, [], `every schema compiles under JSON Schema 2020-12, strictly (${schemas} schemas)`);
 });
 
+t.test('what a generated client needs: the server (PUBLIC_BASE_URL) and every operation\'s credentials', async (t) => {
+  t.match(doc.servers, [{ url: svc.config.publicBaseUrl, description: String }], 'one server: the configured public base URL');
+  t.equal(doc.servers.length, 1);
+  t.match(doc.servers[0].url, /^https?:\/\/[^/]+.*[^/]$/, 'absolute, without a trailing slash (every path starts with /)');
+  t.same(operations.filter((o) => !Array.isArray(o.op.security)).map((o) => `${o.method} ${o.path}`), [], 'every operation states its security');
+  // Public (`security: []`) exactly when no credential is checked: such an operation never answers UNAUTHORIZED.
+  const stated = operations.map((o) => {
+    const checked = [...errorCodesOf(o)].some((c) => c.code === 'UNAUTHORIZED');
+    return { name: `${o.method} ${o.path}`, security: o.op.security, checked };
+  });
+  t.same(stated.filter((o) => (o.security.length === 0) === o.checked), [], 'security: [] exactly on the operations that check no credential');
+  t.same(stated.filter((o) => o.security.length > 0 && !o.checked), [], 'an operation with a credential says what its absence answers');
+  t.ok(stated.filter((o) => o.security.length === 0).length >= 10, 'the public operations (webhooks, sign-up, login, health, docs, widget) have security: []');
+});
+
+t.test('LeadMove.userId is what the API returns: a user id (UUID) or null', async (t) => {
+  const userId = validatorAt(pointer('components', 'schemas', 'LeadMove', 'properties', 'userId'));
+  t.ok(userId('6f1c2d4e-8a3b-4c5d-9e0f-1a2b3c4d5e6f'), 'a UUID');
+  t.ok(userId(null), 'null (moved by an API token or the agent)');
+  t.notOk(userId(1), 'not an integer');
+});
+
 t.test('every mounted route is in the document (and only those)', async (t) => {
   const { app, close } = createGatewayApp({ config: svc.config, orm: svc.orm, nc: svc.nc, logger: createLogger('silent') });
   t.teardown(close);
@@ -191,14 +227,9 @@ t.test('every code of the error catalog is in the document', async (t) => {
   const answered = new Set<string>();
   const misfiled: string[] = [];
   for (const o of operations) {
-    for (const status of Object.keys(o.op.responses)) {
-      const r = nodeAt(responseAt(o, status)!);
-      for (const ref of Object.values(r.content?.['application/json']?.examples ?? {}) as Json[]) {
-        const code = resolve(ref.$ref ?? '')?.value?.error?.code as ErrorCode | undefined;
-        if (!code) continue;
-        answered.add(code);
-        if (String(ERRORS[code].status) !== status) misfiled.push(`${o.method} ${o.path}: ${code} under ${status}`);
-      }
+    for (const { status, code } of errorCodesOf(o)) {
+      answered.add(code);
+      if (String(ERRORS[code].status) !== status) misfiled.push(`${o.method} ${o.path}: ${code} under ${status}`);
     }
   }
   t.same(misfiled, [], "each code is listed under its catalog status");
@@ -243,6 +274,7 @@ t.test('real answers match the documented schemas', async (t) => {
       return res;
     }
     seen.add(`${method} ${template}`);
+    if (!options.token && res.status < 400) tt.ok(openToAnyone(o), `${name}: answered without a credential, so documented with security: [] (or an optional one)`);
     const response = nodeAt(at);
     const types = Object.keys(response.content ?? {});
     if (types.length === 0) {
@@ -285,6 +317,7 @@ t.test('real answers match the documented schemas', async (t) => {
   await call(t, 'GET', '/api/knowledge-bases/{id}/documents', { token, params: { id: kb.id } });
   await call(t, 'GET', '/api/knowledge-bases/{id}/documents/{docId}', { token, params: { id: kb.id, docId: document.id } });
   await call(t, 'GET', '/api/knowledge-bases/{id}/documents/{docId}/chunks', { token, params: { id: kb.id, docId: document.id } });
+  t.equal((await call(t, 'POST', '/api/knowledge-bases/{id}/documents/{docId}/retry', { token, params: { id: kb.id, docId: document.id } })).status, 409, 'a ready document is not retried');
   const search = await call(t, 'GET', '/api/knowledge-bases/{id}/search', { token, params: { id: kb.id }, query: '?q=when%20do%20you%20open' });
   t.ok(search.body.results.length > 0, 'the search found the document');
 
@@ -342,6 +375,12 @@ t.test('real answers match the documented schemas', async (t) => {
   t.ok(messages.body.messages.some((m: Json) => m.role === 'agent' && Array.isArray(m.sources)), 'an agent reply with its sources');
   await call(t, 'GET', '/api/conversations/{id}/transitions', { token, params: { id } });
   await call(t, 'GET', '/api/machines/conversation', { token });
+  // The visitor is a lead; an operator (a session) moves it, and the move names them by their user id.
+  const { pipelines } = (await call(t, 'GET', '/api/pipelines', { token })).body;
+  const lead = (await call(t, 'GET', '/api/leads', { token })).body.leads[0];
+  const moved = await call(t, 'PATCH', '/api/leads/{id}', { token, params: { id: lead.id }, body: { stageId: pipelines[0].stages[1].id } });
+  t.match(moved.body.lead.moves, [{ by: 'operator', userId: register.body.user.id }], 'a real move, validated above, with the operator\'s UUID');
+  await call(t, 'GET', '/api/leads/{id}', { token, params: { id: lead.id } });
   // The event stream, read with node:http so the socket is surely closed after (else the gateway's stop waits for it).
   const streamed = await new Promise<{ status: number; type: string; first: string }>((resolve, reject) => {
     const req = get(`${svc.url}/api/conversations/${id}/inspect`, { headers: { authorization: `Bearer ${token}` } }, (res) => {

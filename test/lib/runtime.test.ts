@@ -65,4 +65,5 @@ t.test('SIGTERM when everything stops: exit 0', async (t) => {
   const { code } = await p.exited;
   t.equal(code, 0);
   t.match(p.output(), /shutdown step done/);
+  t.match(p.output(), /"msg":"stopped"/, 'the last line before exit is written (stdout is written asynchronously)');
 });

@@ -68,6 +68,7 @@ const MATRIX: Record<string, unknown> = {
   'GET /api/knowledge-bases/:id/documents/:docId': undefined,
   'GET /api/knowledge-bases/:id/documents/:docId/chunks': undefined,
   'DELETE /api/knowledge-bases/:id/documents/:docId': undefined,
+  'POST /api/knowledge-bases/:id/documents/:docId/retry': undefined,
   'GET /api/knowledge-bases/:id/search': undefined,
   'GET /api/conversations/:id': undefined,
   'GET /api/conversations/:id/messages': undefined,

@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import { loadConfig, type Config, type LoadConfigOptions } from '../../lib/config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats, type NatsConnection } from '../../lib/nats.js';
 import type { Orm } from '../../lib/db.js';
 import type { IngestorOptions } from '../../gateway/knowledge/ingestor.js';
 import type { WebhookActivityOptions } from '../../gateway/webhook/activity.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { createTestDatabase } from './database.js';
+import { removeNatsPrefix } from '../../scripts/nats-prefix.js';
+
+export { removeNatsPrefix };
 
 export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -108,19 +110,4 @@ export async function signUp(api: ApiClient, companyName = 'Acme') {
  */
 export function dropNatsPrefixAtEnd(t: Test, svc: { config: Pick<Config, 'natsUrl' | 'natsPrefix'> }): void {
   t.teardown(() => removeNatsPrefix(svc.config.natsUrl, svc.config.natsPrefix));
-}
-
-export async function removeNatsPrefix(natsUrl: string, prefix: string): Promise<void> {
-  const nc = await connectNats(natsUrl, 'test-cleanup').catch(() => null);
-  if (!nc) return;
-  try {
-    const jsm = await jetstreamManager(nc);
-    const mine: string[] = [];
-    for await (const s of jsm.streams.list()) {
-      if (s.config.name.startsWith(`${prefix}_`) || s.config.name.startsWith(`KV_${prefix}_`)) mine.push(s.config.name);
-    }
-    for (const name of mine) await jsm.streams.delete(name).catch(() => {});
-  } finally {
-    await nc.close();
-  }
 }

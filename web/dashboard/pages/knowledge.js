@@ -1,6 +1,6 @@
 // Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
 // a file, a page by URL, or typed text); watch their processing (status, progress bars);
-// preview a document's chunks; edit the base's own synonyms; try a search.
+// retry a failed one; preview a document's chunks; edit the base's own synonyms; try a search.
 import { api, apiUpload, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 
@@ -300,9 +300,14 @@ export function render(root, { signal }) {
             cell: (d) => {
               const view = h('button', { type: 'button', class: 'secondary small', 'aria-label': `Chunks of ${d.title}`, disabled: d.status !== 'ready' }, 'Chunks');
               view.addEventListener('click', () => showChunks(d, view));
+              let again = null;
+              if (d.status === 'failed') {
+                again = h('button', { type: 'button', class: 'secondary small', 'aria-label': `Retry ${d.title}` }, 'Retry');
+                again.addEventListener('click', () => retry(d, again));
+              }
               const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete ${d.title}` }, 'Delete');
               del.addEventListener('click', () => remove(d, del));
-              return h('div', { class: 'actions tight' }, view, del);
+              return h('div', { class: 'actions tight' }, again, view, del);
             },
           },
         ],
@@ -321,6 +326,21 @@ export function render(root, { signal }) {
       if (state.preview === d.id) replace(previewEl);
       renderDocs();
       docsMsg.ok(`Document “${d.title}” deleted.`);
+    } catch (err) {
+      if (err.name !== 'AbortError') docsMsg.error(err);
+    }
+  }
+
+  /** A failed document processed again: it shows `processing` at once, then the list's polling follows it. */
+  async function retry(d, button) {
+    const id = state.selectedId;
+    try {
+      const { document: doc } = await busy(button, () => api('POST', `/api/knowledge-bases/${seg(id)}/documents/${seg(d.id)}/retry`, undefined, { signal }));
+      if (state.selectedId !== id) return;
+      state.documents = state.documents.map((x) => (x.id === doc.id ? doc : x));
+      renderDocs();
+      docsMsg.ok(`Processing “${doc.title}” again.`);
+      watch();
     } catch (err) {
       if (err.name !== 'AbortError') docsMsg.error(err);
     }

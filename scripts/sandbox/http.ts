@@ -1,0 +1,41 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A listening sandbox server: its base URL, and a close that ends open connections too. */
+export interface ListeningServer {
+  url: string;
+  close: () => Promise<void>;
+}
+
+/** Listens on `port` (0: any free one) of `host` (loopback unless told). */
+export async function listen(server: Server, port = 0, host = '127.0.0.1'): Promise<ListeningServer> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return { url, close };
+}
+
+/** A request body: parsed JSON, the raw text when it is not JSON, null when empty. */
+export async function readBody(req: IncomingMessage): Promise<any> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  try {
+    return raw ? JSON.parse(raw) : null;
+  } catch {
+    return raw;
+  }
+}
+
+/** Text made safe inside HTML (element content and quoted attributes). */
+export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this): Node 24 (fetched from the npm
+# registry when the machine's node is older), the locked dependencies, Debian's Chromium for
+# the browser tests, PostgreSQL and NATS (started when installed but stopped), the type check,
+# then every test file; at the end the suite must have left no stream or bucket in NATS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/node.sh
+. scripts/node.sh
+ensure_node
+ensure_dependencies
+# Browser tests drive Debian's Chromium through playwright-core, which downloads no browser.
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "The browser tests need Chromium at /usr/bin/chromium ('apt-get install chromium') or CHROMIUM_PATH." >&2
+    exit 1
+  fi
+fi
+# shellcheck source=scripts/services.sh
+. scripts/services.sh
+ensure_postgres
+ensure_nats
+npm run typecheck
+# Every test file removes what it creates in the shared NATS: compared before and after.
+leftovers=$(mktemp)
+trap 'rm -f "$leftovers"' EXIT
+node --import tsx scripts/nats-leftovers.ts snapshot "$leftovers"
+npm test
+node --import tsx scripts/nats-leftovers.ts check "$leftovers"
