@@ -213,10 +213,12 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
  * arrives" is a fact, not a guess about how long a fixed sleep should be.
  */
 export async function untilIdle(svc: { orm: Orm; nc: NatsConnection; config: Config }, timeoutMs = 20_000): Promise<void> {
-  const jsm = await jetstreamManager(svc.nc);
   const stream = streamNames(svc.config.natsPrefix).inboundStream;
   await eventually(
     async () => {
+      // Made on each try: making it asks JetStream for the account, which can time out
+      // while a cluster elects a new leader; that is "not yet", not a failure.
+      const jsm = await jetstreamManager(svc.nc);
       const { state } = await jsm.streams.info(stream);
       if (state.messages > 0) return false;
       const [busy] = await sql(
