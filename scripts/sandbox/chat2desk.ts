@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listen, readBody } from './http.js';
+import { listen, readBody, waitForRequests } from './http.js';
 import { sandboxPage } from './chat2desk-page.js';
 
 export interface RecordedRequest {
@@ -253,13 +253,7 @@ export async function startChat2DeskSandbox(options: Chat2DeskSandboxOptions = {
     listExternalIds: (on) => {
       withExternalIds = on;
     },
-    waitFor: async (predicate, timeoutMs = 10_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(requests)) {
-        if (Date.now() > deadline) throw new Error(`chat2desk sandbox: condition not met within ${timeoutMs} ms (${requests.length} requests recorded)`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
+    waitFor: (predicate, timeoutMs = 10_000) => waitForRequests('chat2desk sandbox', requests, predicate, timeoutMs),
     sendWebhook,
     disableWebhook: (id) => {
       const hook = webhooks.find((w) => w.id === id);

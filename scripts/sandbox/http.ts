@@ -39,3 +39,15 @@ export async function readBody(req: IncomingMessage): Promise<any> {
 
 /** Text made safe inside HTML (element content and quoted attributes). */
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * Resolves once `predicate` holds for the requests a stand-in recorded, checked every 25 ms;
+ * after `timeoutMs` rejects with the stand-in's `name` and how many requests it saw.
+ */
+export async function waitForRequests<R>(name: string, requests: R[], predicate: (requests: R[]) => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate(requests)) {
+    if (Date.now() > deadline) throw new Error(`${name}: condition not met within ${timeoutMs} ms (${requests.length} requests recorded)`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { Test } from 'tap';
 import { listen } from '../../scripts/sandbox/http.js';
 
-export { readBody } from '../../scripts/sandbox/http.js';
+export { readBody, waitForRequests } from '../../scripts/sandbox/http.js';
 
 /** Listens on a free loopback port; the returned close ends open connections too (and runs at teardown). */
 export async function listenLocal(server: Server, t: Test | null): Promise<{ url: string; close: () => Promise<void> }> {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { Test } from 'tap';
-import { listenLocal, readBody } from './local-server.js';
+import { listenLocal, readBody, waitForRequests } from './local-server.js';
 
 /**
  * A local OpenAI-compatible chat-completions server for tests (node:http). Records every
@@ -175,13 +175,7 @@ export async function startOpenAiStub(t: Test | null): Promise<OpenAiStub> {
       return [...msgs].reverse().find((m) => m.role === 'user')?.content ?? '';
     },
     peakInflight: (apiKey) => peaks.get(apiKey ?? '*') ?? 0,
-    waitFor: async (predicate, timeoutMs = 10_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(requests)) {
-        if (Date.now() > deadline) throw new Error(`openai stub: condition not met within ${timeoutMs} ms (${requests.length} requests recorded)`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
+    waitFor: (predicate, timeoutMs = 10_000) => waitForRequests('openai stub', requests, predicate, timeoutMs),
     close,
   };
 }
