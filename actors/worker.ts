@@ -75,7 +75,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const jsm = await ensureStreams(nc, names, { replicas: config.natsReplicas });
   const js = jetstream(nc);
   const options = deps.options ?? {};
-  // The hot path's own connections (group commits, outbox), besides the ORM's pool.
+  // The hot path's own connections (group commits, outbox), besides the ORM's pool. All of the
+  // worker's connections are the message path's: no API request ever uses them, and they carry
+  // no statement timeout (lib/db.ts, ApiDatabase).
   const sql = openSqlPool({ url: config.databaseUrl });
   // Model calls' attempt counts and credit reservations (group-committed): their commits need
   // not wait for the disk, which a company's row (each reservation batch updates it) would

@@ -10,6 +10,7 @@ import { note } from './lib/progress.js';
 import { startStandIn } from './lib/stand-in.js';
 import { runActors } from './sections/actors.js';
 import { runDrain, runScaleOut } from './sections/drain.js';
+import { runIngestion } from './sections/ingestion.js';
 import { runIngress } from './sections/ingress.js';
 import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
@@ -63,6 +64,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   scaleout: runScaleOut,
   webchat: runWebchat,
   knowledge: runKnowledge,
+  ingestion: runIngestion,
   replicas: runReplicas,
   models: runModels,
 };

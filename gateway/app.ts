@@ -3,7 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Registry } from 'prom-client';
 import type { Config } from '../lib/config.js';
-import { openSqlPool, type Orm } from '../lib/db.js';
+import { openApiDatabase, openSqlPool, type Orm } from '../lib/db.js';
 import { VectorIndex } from '../lib/knowledge/vectors.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
@@ -11,8 +11,10 @@ import { SecretBox } from '../lib/secrets.js';
 import { streamNames } from '../lib/streams.js';
 import { AccessTokens } from './auth/access-tokens.js';
 import { createAuthenticator } from './auth/authenticate.js';
+import { CredentialWatch } from './auth/credential-watch.js';
 import { Sessions } from './auth/sessions.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
+import { EventStreams } from './http/event-streams.js';
 import { apiPolicy } from './http/api-policy.js';
 import { jsonBodyOnly } from './http/json-body.js';
 import { accessLog } from './http/access-log.js';
@@ -22,6 +24,7 @@ import { RouteDocs, type RouteDoc } from './http/route-docs.js';
 import { observeRequests, type RequestObserver } from './http/request-observer.js';
 import { RouteTable } from './http/route-table.js';
 import { secureRequestRule } from './http/secure-request.js';
+import { storableQuery } from './http/validate.js';
 import { agentRouteDocs, agentRoutes } from './routes/agents.js';
 import { analyticsRouteDocs, analyticsRoutes } from './routes/analytics.js';
 import { apiDocsRouteDocs, apiDocsRoutes } from './routes/api-docs.js';
@@ -43,6 +46,7 @@ import { knowledgeBodyParser, knowledgeRouteDocs, knowledgeRoutes } from './rout
 
 export interface GatewayDeps {
   config: Config;
+  /** The runtime's ORM (lib/runtime.ts): the message path's; the API opens connections of its own. */
   orm: Orm;
   nc: NatsConnection;
   logger: Logger;
@@ -57,6 +61,9 @@ export interface GatewayDeps {
   /** The process's metrics registry (an all-in-one process shares it with its worker); default: the app's own. */
   registry?: Registry;
 }
+
+/** The message path's plain SQL in a gateway: webhook activity, written in the background every few seconds. */
+const MESSAGE_PATH_SQL_POOL_MAX = 2;
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
 const JSON_BODY_LIMIT = '1mb';
@@ -78,14 +85,22 @@ export interface GatewayApp {
 }
 
 export function createGatewayApp(deps: GatewayDeps): GatewayApp {
-  const { config, orm, logger } = deps;
+  const { config, logger } = deps;
   const now = deps.now ?? Date.now;
+  // Separate connections for the API and the message path (lib/db.ts, ApiDatabase): API load
+  // cannot take the connections replies need. The API's statements end within DB_STATEMENT_TIMEOUT_MS.
+  const api = openApiDatabase({ url: config.databaseUrl, statementTimeoutMs: config.dbStatementTimeoutMs });
+  const { orm, sql } = api;
+  // The message path (webhook ingress, the webchat socket) and /readyz: the runtime's ORM, and
+  // plain SQL of their own (webhook activity), without a statement timeout.
+  const messages = { orm: deps.orm, sql: openSqlPool({ url: config.databaseUrl, poolMax: MESSAGE_PATH_SQL_POOL_MAX }) };
   const secrets = new SecretBox(config.secretsKeys);
   const tokens = new AccessTokens(config, now);
   const sessions = new Sessions(orm, config, tokens, now);
   const auth = createAuthenticator(orm, tokens, sessions, now);
-  // Knowledge search and document processing, webhook activity, lead moves, analytics: plain SQL on a small pool of their own.
-  const sql = openSqlPool({ url: config.databaseUrl, poolMax: 4 });
+  // Server-Sent Event streams end with their credential and are counted per company.
+  const credentials = new CredentialWatch({ orm, sessions, logger, now });
+  const streams = new EventStreams({ credentials, maxPerCompany: config.sseMaxPerCompany });
   const vectors = new VectorIndex();
   const ingestor = new KnowledgeIngestor({ orm, sql, secrets, config, logger }, deps.knowledge);
   ingestor.start();
@@ -110,33 +125,36 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   };
   app.use(observeRequests((method, path) => routes.match(method, path), observeRequest));
   app.use(helmet({ contentSecurityPolicy: false }));
-  mount('/', healthRoutes({ orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }), healthRouteDocs);
+  mount('/', healthRoutes({ orm: messages.orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }), healthRouteDocs);
   app.use('/api', apiPolicy({ enforceHttps: config.enforceHttps, isSecure }));
+  // A query string holding U+0000 or an unpaired surrogate: 400 naming the parameter, on every
+  // express route under /api (bodies: their validators; webhook POSTs never reach express).
+  app.use('/api', storableQuery);
 
   // Express's own rule (req.ip) for the webchat upgrade, which never enters express either:
   // the socket's address, or the forwarded one when the proxy in front is trusted.
   const clientIp = (req: IncomingMessage): string | undefined =>
     (Object.create(app.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as express.Request).ip;
   // Before any body parser: webhooks hash their raw bytes as they arrive.
-  const webhooks = webhookIngress({ config, orm, sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: observeRequest });
+  const webhooks = webhookIngress({ config, orm: messages.orm, sql: messages.sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: observeRequest });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
   // Upgrades are logged, not timed: a socket's handshake is not a request of the latency histogram.
-  const webchat = new WebchatServer({ config, orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
+  const webchat = new WebchatServer({ config, orm: messages.orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
   mount('/api/webhook', webhooks.router, webhookRouteDocs);
   routeDocs.add('/', SERVER_ROUTE_DOCS, 'server');
   mount('/', widgetRoutes(), widgetRouteDocs);
 
-  app.use('/api/knowledge-bases', knowledgeBodyParser); // documents up to ~1 MB need a little more than 1mb of JSON
+  app.use('/api/knowledge-bases', knowledgeBodyParser(config)); // documents up to ~1 MB, and a base's synonyms, need more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use('/api', jsonBodyOnly);
   mount('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }), authRouteDocs);
-  mount('/api/api-tokens', apiTokenRoutes(auth), apiTokenRouteDocs);
+  mount('/api/api-tokens', apiTokenRoutes(auth, config.quotas), apiTokenRouteDocs);
   mount('/api/agents', agentRoutes(auth, secrets, config), agentRouteDocs);
   mount('/api/agents', evaluationRoutes({ auth, config, sql, secrets, vectors, logger }), evaluationRouteDocs);
   mount('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, sql, now }), integrationRouteDocs);
   mount('/api/knowledge-bases', knowledgeRoutes({ auth, config, sql, secrets, vectors, ingestor, logger }), knowledgeRouteDocs);
   mount('/api', billingRoutes(auth), billingRouteDocs);
-  mount('/api', conversationRoutes({ auth, config, nc: deps.nc, logger }), conversationRouteDocs);
+  mount('/api', conversationRoutes({ auth, config, nc: deps.nc, logger, streams }), conversationRouteDocs);
   mount('/api', leadRoutes({ auth, sql }), leadRouteDocs);
   mount('/api', analyticsRoutes({ auth, sql, now }), analyticsRouteDocs);
   // The dashboard's docs join before the document is built; the docs routes describe themselves too.
@@ -156,10 +174,12 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     webchat,
     ingestor,
     close: async () => {
+      credentials.close();
       await webchat.close();
       await webhooks.close();
       await ingestor.close();
-      await sql.end();
+      await messages.sql.end();
+      await api.close();
     },
   };
 }

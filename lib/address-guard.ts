@@ -11,7 +11,20 @@ import { isIP } from 'node:net';
  */
 
 /** True when a connection to `address` (an IPv4 or IPv6 literal) may be made. */
-export type AddressGuard = (address: string) => boolean;
+export interface AddressGuard {
+  (address: string): boolean;
+  /**
+   * Origins the guard does not apply to (the operator's own helpdesk instances): a request to
+   * one of them may reach any address. The exemption is decided per request, on that
+   * request's own URL, so a redirect from a trusted origin to anywhere else is guarded.
+   */
+  readonly exempt?: ReadonlySet<string>;
+}
+
+/** The guard of one request to `url` (one hop of a redirect chain): null when any address may be reached. */
+export function guardOf(guard: AddressGuard | null | undefined, url: URL): AddressGuard | null {
+  return guard && !guard.exempt?.has(url.origin) ? guard : null;
+}
 
 interface Range {
   base: bigint;
@@ -134,13 +147,15 @@ export const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '')
  * The same guard applies again at every connection (this only gives the user an early,
  * clear answer).
  */
-export async function checkUrlHost(raw: string, guard: AddressGuard, timeoutMs = 3000): Promise<{ ok: true } | { ok: false; error: string }> {
+export async function checkUrlHost(raw: string, requested: AddressGuard, timeoutMs = 3000): Promise<{ ok: true } | { ok: false; error: string }> {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return { ok: false, error: 'is not a valid URL' };
   }
+  const guard = guardOf(requested, url);
+  if (!guard) return { ok: true };
   const host = hostOf(url);
   if (isIP(host)) return guard(host) ? { ok: true } : { ok: false, error: 'points to a private, loopback, link-local or otherwise internal address' };
   // A host that does not resolve (yet) is accepted: it can only be reached once it does, and
@@ -155,21 +170,30 @@ export async function checkUrlHost(raw: string, guard: AddressGuard, timeoutMs =
   });
 }
 
+/** The origin of `url`, or null when it does not parse. */
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * The guard for a URL: null (any address) for the operator's own helpdesk instances
- * (HELPDESK_GLOBAL_URL / HELPDESK_EUROPE_URL) and when ALLOW_PRIVATE_URLS is on; public
- * addresses only for everything a tenant typed.
+ * The address rules of the requests made for `url`, redirects included: null (any address)
+ * when ALLOW_PRIVATE_URLS is on; else public addresses only. A URL at one of the operator's
+ * own helpdesk instances (HELPDESK_GLOBAL_URL / HELPDESK_EUROPE_URL), which may be private,
+ * gets a guard that exempts those origins, and only them: the exemption is an origin's, not
+ * a chain's, so a trusted instance that redirects elsewhere (an open redirect on it, a
+ * compromised one) leads only where a tenant's URL may lead.
  */
 export function guardForUrl(
   config: { allowPrivateUrls: boolean; helpdeskGlobalUrl: string; helpdeskEuropeUrl: string },
   url: string,
 ): AddressGuard | null {
   if (config.allowPrivateUrls) return null;
-  try {
-    const origin = new URL(url).origin;
-    if (origin === new URL(config.helpdeskGlobalUrl).origin || origin === new URL(config.helpdeskEuropeUrl).origin) return null;
-  } catch {
-    /* not a URL: guarded (the request fails with BAD_URL anyway) */
-  }
-  return publicAddressesOnly;
+  const trusted = [originOf(config.helpdeskGlobalUrl), originOf(config.helpdeskEuropeUrl)].filter((o): o is string => o !== null);
+  const origin = originOf(url);
+  if (origin === null || !trusted.includes(origin)) return publicAddressesOnly;
+  return Object.assign((address: string) => publicAddressesOnly(address), { exempt: new Set(trusted) });
 }

@@ -30,6 +30,36 @@ export const DEFAULT_OTEL_SERVICE_NAME = 'messaging-automation';
 export const DEFAULT_MODEL_MAX_CONCURRENCY = 1024;
 /** How long a model server that answers 429 / 503 (slow down) is retried before the conversation goes to a human. */
 export const DEFAULT_MODEL_RETRY_BUDGET_MS = 120_000;
+export const DEFAULT_INGEST_TIMEOUT_MS = 60_000;
+export const DEFAULT_INGEST_MEMORY_MB = 256;
+export const DEFAULT_INGEST_THREADS = 1;
+export const DEFAULT_INGEST_MAX_PER_COMPANY = 1;
+export const DEFAULT_DB_STATEMENT_TIMEOUT_MS = 5_000;
+export const DEFAULT_SEARCH_MAX_PER_COMPANY = 4;
+export const DEFAULT_SSE_MAX_PER_COMPANY = 50;
+/** Per company (contract.md § No tenant slows another down); QUOTA_<NAME> overrides each. */
+export const DEFAULT_QUOTAS: Quotas = Object.freeze({
+  agents: 100,
+  knowledgeBases: 100,
+  integrations: 100,
+  documentsPerBase: 10_000,
+  synonymGroupsPerBase: 2_000,
+  apiTokens: 50,
+  users: 200,
+  cannedReplies: 1_000,
+  actionsPerAgent: 50,
+});
+const QUOTA_VARIABLES: Record<keyof Quotas, string> = {
+  agents: 'QUOTA_AGENTS',
+  knowledgeBases: 'QUOTA_KNOWLEDGE_BASES',
+  integrations: 'QUOTA_INTEGRATIONS',
+  documentsPerBase: 'QUOTA_DOCUMENTS_PER_BASE',
+  synonymGroupsPerBase: 'QUOTA_SYNONYM_GROUPS_PER_BASE',
+  apiTokens: 'QUOTA_API_TOKENS',
+  users: 'QUOTA_USERS',
+  cannedReplies: 'QUOTA_CANNED_REPLIES',
+  actionsPerAgent: 'QUOTA_ACTIONS_PER_AGENT',
+};
 
 const DEV_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';
 const DEV_SECRETS_KEY = createHash('sha256').update('development-only-secrets-key').digest('hex');
@@ -98,6 +128,39 @@ export interface Config {
   readonly tracing?: TracingConfig;
   /** Model calls of one worker process (contract.md § Model calls at real model latency). */
   readonly model: ModelLimits;
+  /** Documents' ingestion (contract.md § No tenant slows another down). */
+  readonly ingest: IngestLimits;
+  /** Every statement made for an API request ends within this long (503 TIMEOUT past it). */
+  readonly dbStatementTimeoutMs: number;
+  /** Knowledge searches of one company running at once, per process. */
+  readonly searchMaxPerCompany: number;
+  /** Server-Sent Event streams open at once per company, per process (429 past it). */
+  readonly sseMaxPerCompany: number;
+  /** What one company may hold (403 QUOTA_EXCEEDED past it). */
+  readonly quotas: Quotas;
+}
+
+export interface IngestLimits {
+  /** A document's parsing, chunking and embedding end within this long, or it fails. */
+  readonly timeoutMs: number;
+  /** Memory one document may take while parsed, decompressed data (PDF streams) included. */
+  readonly memoryMb: number;
+  /** Worker threads parsing documents, in all. */
+  readonly threads: number;
+  /** Documents of one company processed at once. */
+  readonly maxPerCompany: number;
+}
+
+export interface Quotas {
+  readonly agents: number;
+  readonly knowledgeBases: number;
+  readonly integrations: number;
+  readonly documentsPerBase: number;
+  readonly synonymGroupsPerBase: number;
+  readonly apiTokens: number;
+  readonly users: number;
+  readonly cannedReplies: number;
+  readonly actionsPerAgent: number;
 }
 
 export interface TracingConfig {
@@ -173,6 +236,14 @@ const envSchema = {
     OTEL_SERVICE_NAME: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
     MODEL_MAX_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 100_000 },
     MODEL_RETRY_BUDGET_MS: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    INGEST_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000 },
+    INGEST_MEMORY_MB: { type: 'integer', minimum: 16, maximum: 16_384 },
+    INGEST_THREADS: { type: 'integer', minimum: 1, maximum: 64 },
+    INGEST_MAX_PER_COMPANY: { type: 'integer', minimum: 1, maximum: 64 },
+    DB_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000 },
+    SEARCH_MAX_PER_COMPANY: { type: 'integer', minimum: 1, maximum: 1000 },
+    SSE_MAX_PER_COMPANY: { type: 'integer', minimum: 1, maximum: 100_000 },
+    ...Object.fromEntries(Object.values(QUOTA_VARIABLES).map((name) => [name, { type: 'integer', minimum: 0, maximum: 10_000_000 }])),
   },
 } as const;
 
@@ -316,6 +387,18 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       maxConcurrency: (v.MODEL_MAX_CONCURRENCY as number | undefined) ?? DEFAULT_MODEL_MAX_CONCURRENCY,
       retryBudgetMs: (v.MODEL_RETRY_BUDGET_MS as number | undefined) ?? DEFAULT_MODEL_RETRY_BUDGET_MS,
     }),
+    ingest: Object.freeze({
+      timeoutMs: (v.INGEST_TIMEOUT_MS as number | undefined) ?? DEFAULT_INGEST_TIMEOUT_MS,
+      memoryMb: (v.INGEST_MEMORY_MB as number | undefined) ?? DEFAULT_INGEST_MEMORY_MB,
+      threads: (v.INGEST_THREADS as number | undefined) ?? DEFAULT_INGEST_THREADS,
+      maxPerCompany: (v.INGEST_MAX_PER_COMPANY as number | undefined) ?? DEFAULT_INGEST_MAX_PER_COMPANY,
+    }),
+    dbStatementTimeoutMs: (v.DB_STATEMENT_TIMEOUT_MS as number | undefined) ?? DEFAULT_DB_STATEMENT_TIMEOUT_MS,
+    searchMaxPerCompany: (v.SEARCH_MAX_PER_COMPANY as number | undefined) ?? DEFAULT_SEARCH_MAX_PER_COMPANY,
+    sseMaxPerCompany: (v.SSE_MAX_PER_COMPANY as number | undefined) ?? DEFAULT_SSE_MAX_PER_COMPANY,
+    quotas: Object.freeze(Object.fromEntries(
+      (Object.keys(DEFAULT_QUOTAS) as (keyof Quotas)[]).map((k) => [k, (v[QUOTA_VARIABLES[k]] as number | undefined) ?? DEFAULT_QUOTAS[k]]),
+    ) as unknown as Quotas),
   };
   return Object.freeze(config);
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
+import { DriverException, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from '../schema/entities.js';
 import { migrations } from '../schema/migrations/index.js';
@@ -61,23 +61,34 @@ export interface OpenDatabaseOptions {
    * harm: what was committed stays consistent, the last fraction of a second is missing.
    */
   synchronousCommit?: boolean;
+  /**
+   * PostgreSQL cancels any statement of these connections that runs longer (error 57014,
+   * isStatementTimeout). Unset: no limit (migrations, the message path).
+   */
+  statementTimeoutMs?: number;
 }
 
-export async function openDatabase({ url, poolMax = 10 }: OpenDatabaseOptions): Promise<Orm> {
+function ormOptions({ url, poolMax = 10, statementTimeoutMs }: OpenDatabaseOptions) {
+  return {
+    clientUrl: url,
+    entities,
+    discovery: { warnWhenNoEntities: false },
+    pool: { min: 0, max: poolMax },
+    allowGlobalContext: false,
+    debug: false,
+    driverOptions: { connection: { connectionTimeoutMillis: 5000, ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}) } },
+  };
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
   try {
     return await MikroORM.init({
-      clientUrl: url,
-      entities,
+      ...ormOptions(options),
       extensions: [Migrator],
       migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
-      discovery: { warnWhenNoEntities: false },
-      pool: { min: 0, max: poolMax },
-      allowGlobalContext: false,
-      debug: false,
-      driverOptions: { connection: { connectionTimeoutMillis: 5000 } },
     });
   } catch (err) {
-    throw new DatabaseUnavailableError(url, err);
+    throw new DatabaseUnavailableError(options.url, err);
   }
 }
 
@@ -102,7 +113,7 @@ export type SqlPool = pg.Pool;
 export const IDLE_IN_TRANSACTION_MS = 5_000;
 export type SqlClient = pg.Pool | pg.PoolClient;
 
-export function openSqlPool({ url, poolMax = 10, synchronousCommit = true }: OpenDatabaseOptions): SqlPool {
+export function openSqlPool({ url, poolMax = 10, synchronousCommit = true, statementTimeoutMs }: OpenDatabaseOptions): SqlPool {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolMax,
@@ -116,6 +127,7 @@ export function openSqlPool({ url, poolMax = 10, synchronousCommit = true }: Ope
     // PostgreSQL ends a session idle in a transaction after IDLE_IN_TRANSACTION_MS (the
     // worker's transactions never wait on anything but the database).
     options: `-c plan_cache_mode=force_custom_plan -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}${synchronousCommit ? '' : ' -c synchronous_commit=off'}`,
+    ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
   });
   // An idle client losing its connection (PostgreSQL restarted) must not crash the process.
   pool.on('error', () => {});
@@ -154,4 +166,63 @@ export async function inTransaction<T>(pool: SqlPool, work: (client: pg.PoolClie
 export async function query<T>(client: SqlClient, name: string, text: string, values: unknown[] = []): Promise<T[]> {
   const res = await client.query<T & pg.QueryResultRow>({ name, text, values });
   return res.rows;
+}
+
+/** PostgreSQL's `query_canceled`: the statement ran past its statement_timeout (or was cancelled). */
+export const QUERY_CANCELED = '57014';
+
+/**
+ * Whether `err` (or an error it was raised from) is PostgreSQL ending a statement at its
+ * statement_timeout: pg's DatabaseError, or MikroORM's DriverException carrying its code.
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e instanceof pg.DatabaseError || e instanceof DriverException) && (e as { code?: unknown }).code === QUERY_CANCELED) return true;
+  }
+  return false;
+}
+
+/** Connections of the API's default pool size (the ORM's, besides API_SQL_POOL_MAX). */
+export const API_ORM_POOL_MAX = 10;
+/**
+ * The API's plain-SQL connections (knowledge search, leads, analytics, document indexing):
+ * more than one company's searches may hold at once (SEARCH_MAX_PER_COMPANY, 4), so one
+ * company at its limit leaves room for the others.
+ */
+export const API_SQL_POOL_MAX = 10;
+
+/**
+ * The database as the API sees it: the connections of HTTP API requests (dashboard and API
+ * clients) and of the work they start (document indexing), apart from the message path's, and
+ * every statement on them ends within `statementTimeoutMs` (503 TIMEOUT past it,
+ * gateway/http/errors.ts).
+ *
+ * The pools of each process:
+ * - gateway: `ApiDatabase` (this ORM + plain SQL, statement timeout) for /api routes and the
+ *   document ingestor; the message path (webhook ingress, the webchat socket, /readyz) keeps
+ *   the runtime's ORM (lib/runtime.ts) and a small SQL pool of its own, without a timeout;
+ * - worker: only the message path: the runtime's ORM (agents' settings), its hot-path pool
+ *   and its quick pool (actors/worker.ts), no statement timeout (a group commit cancelled
+ *   halfway would be retried whole, under more load);
+ * - all-in-one: both, the runtime's ORM shared by the worker and the gateway's message path.
+ * However busy the API is, it never takes a connection the replies need.
+ */
+export interface ApiDatabase {
+  orm: Orm;
+  sql: SqlPool;
+  close: () => Promise<void>;
+}
+
+export function openApiDatabase({ url, statementTimeoutMs }: { url: string; statementTimeoutMs: number }): ApiDatabase {
+  // Synchronous: connects on first use (the runtime has already reached the database and migrated it).
+  const orm = MikroORM.initSync(ormOptions({ url, poolMax: API_ORM_POOL_MAX, statementTimeoutMs }));
+  const sql = openSqlPool({ url, poolMax: API_SQL_POOL_MAX, statementTimeoutMs });
+  return {
+    orm,
+    sql,
+    close: async () => {
+      await sql.end();
+      await orm.close(true);
+    },
+  };
 }

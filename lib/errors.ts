@@ -15,6 +15,7 @@ export const ERRORS = {
   REFRESH_FAILED: { status: 401, message: 'The refresh token is invalid or expired.' },
   INVALID_SIGNATURE: { status: 401, message: 'The webhook signature is missing or invalid.' },
   FORBIDDEN: { status: 403, message: 'This credential may not do that.' },
+  QUOTA_EXCEEDED: { status: 403, message: 'The company has reached its limit for this resource.' },
   INTEGRATION_INACTIVE: { status: 403, message: 'The integration is not active.' },
   HTTPS_REQUIRED: { status: 403, message: 'Webhooks must be delivered over HTTPS.' },
   ORIGIN_NOT_ALLOWED: { status: 403, message: 'This page may not open the chat.' },
@@ -28,6 +29,7 @@ export const ERRORS = {
   UPSTREAM_ERROR: { status: 502, message: 'The helpdesk refused the request or is unreachable.' },
   QUEUE_UNAVAILABLE: { status: 503, message: 'The message queue is unavailable; retry later.' },
   NOT_READY: { status: 503, message: 'A dependency is unavailable.' },
+  TIMEOUT: { status: 503, message: 'The request took too long; retry later.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

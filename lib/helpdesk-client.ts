@@ -153,7 +153,10 @@ export const HISTORY_PAGE_SIZE = 200;
 
 export interface HelpdeskClientOptions {
   timeoutMs?: number;
-  /** Addresses the client may connect to (tenant-supplied apiUrl); null: any (operator-configured instances). */
+  /**
+   * Addresses the client may connect to, at every redirect (lib/address-guard.ts
+   * guardForUrl: public only, the operator's instances exempt for themselves); null: any.
+   */
   guard?: AddressGuard | null;
 }
 

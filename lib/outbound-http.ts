@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { BlockedAddressError, guardedLookup, hostOf, type AddressGuard } from './address-guard.js';
+import { BlockedAddressError, guardedLookup, guardOf, hostOf, type AddressGuard } from './address-guard.js';
 
 /**
  * Every HTTP call the service makes to somebody else's server (the helpdesk API, model and
@@ -10,7 +10,9 @@ import { BlockedAddressError, guardedLookup, hostOf, type AddressGuard } from '.
  *   body (`maxBodyBytes`: a server that sends more is cut off with BODY_TOO_LARGE, never
  *   buffered whole: a 560 MiB answer once crashed the worker with ERR_STRING_TOO_LONG);
  * - connects only to addresses its `guard` allows (tenant-supplied URLs: public addresses
- *   only; lib/address-guard.ts), checked on the address actually dialled, at every redirect;
+ *   only; lib/address-guard.ts), checked on the address actually dialled, at every redirect,
+ *   each hop judged on its own URL (a guard's exempt origins, the operator's helpdesk
+ *   instances, are exempt only for requests to them, never for where they redirect);
  * - follows at most `maxRedirects` (3) redirects, never carrying Authorization to another origin;
  * - reuses keep-alive connections (one pool per protocol, guarded and trusted apart; a model
  *   server gets a pool of its own: lib/agents/model-servers.ts).
@@ -38,7 +40,7 @@ export interface OutboundRequest {
   timeoutMs: number;
   /** Largest response body read; beyond it the exchange fails with BODY_TOO_LARGE. */
   maxBodyBytes: number;
-  /** Addresses that may be dialled; null / undefined: any (operator-configured URLs). */
+  /** Addresses that may be dialled, at every hop; null / undefined: any (operator-configured URLs). */
   guard?: AddressGuard | null;
   maxRedirects?: number;
   signal?: AbortSignal;
@@ -118,9 +120,10 @@ function nextHop(hop: Hop, res: IncomingMessage): Hop | null {
 type StaleSocketError = Error & { staleSocket?: boolean; code?: string };
 
 /** One request; resolves with the response stream once its headers arrived. */
-function send(hop: Hop, guard: AddressGuard | null | undefined, abort: AbortSignal, own?: ConnectionPool): Promise<IncomingMessage> {
+function send(hop: Hop, chainGuard: AddressGuard | null | undefined, abort: AbortSignal, own?: ConnectionPool): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (abort.aborted) return reject(abort.reason);
+    const guard = guardOf(chainGuard, hop.url);
     checkTarget(hop.url, guard);
     const https = hop.url.protocol === 'https:';
     const pool = own ?? (guard ? agents.guarded : agents.trusted);

@@ -15,6 +15,11 @@ import { installTracing, type InstalledTracing } from './tracing.js';
 export interface Runtime {
   config: Config;
   logger: Logger;
+  /**
+   * The process's ORM, without a statement timeout: migrations, and the message path (the
+   * worker's, the gateway's webhooks and webchat). The API opens connections of its own
+   * (lib/db.ts, ApiDatabase).
+   */
   orm: Orm;
   nc: NatsConnection;
   /** The process's metrics (process figures collected); the roles add theirs. */

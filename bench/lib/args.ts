@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'replicas', 'models'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -41,6 +41,10 @@ export interface BenchArgs {
   knowledgeChunks: number;
   /** Knowledge: timed searches per configuration. */
   knowledgeSearches: number;
+  /** Ingestion: documents of each format. */
+  ingestionDocs: number;
+  /** Ingestion: the checkout whose gateway is measured (default: this one). */
+  ingestionRoot: string | null;
   /** Models: customers of the bursting company (one message each). */
   modelsBurst: number;
   /** Models: customers of another company writing during the burst. */
@@ -79,6 +83,8 @@ export const USAGE = `npm run bench -- [flags]
   webchat   --webchat-sockets N (5000)  --webchat-addresses M (250; N / M sockets each, at most
             WEBCHAT_MAX_SOCKETS_PER_IP = 20)
   knowledge --knowledge-chunks N (10000 per company)  --knowledge-searches N (1000)
+  ingestion --ingestion-docs N (40 of each format, at most 200)  --ingestion-root DIR (another
+            checkout's gateway, for the figures before a change)
   replicas  ingress on a 3-node NATS cluster, NATS_REPLICAS 1 vs 3 (uses --connections, --duration, --rounds)
   models    --models-burst N (5000)  --models-other N (20)  --models-latency MS (1000)
             --models-concurrency N (the worker's MODEL_MAX_CONCURRENCY; default: its default)
@@ -138,6 +144,8 @@ export function parseArgs(argv: string[]): BenchArgs {
     partitions: 16,
     knowledgeChunks: 10_000,
     knowledgeSearches: 1_000,
+    ingestionDocs: 40,
+    ingestionRoot: null,
     modelsBurst: 5_000,
     modelsOther: 20,
     modelsLatency: 1_000,
@@ -160,6 +168,7 @@ export function parseArgs(argv: string[]): BenchArgs {
       actorSizes: [2_000, 10_000], webchatSockets: 1_000, webchatAddresses: 50,
       knowledgeChunks: 2_000,
       knowledgeSearches: 300,
+      ingestionDocs: 10,
       modelsBurst: 1_000,
     });
   }
@@ -201,6 +210,8 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'partitions': a.partitions = Math.max(1, Math.round(num(flag, value()))); break;
       case 'knowledge-chunks': a.knowledgeChunks = Math.max(100, Math.round(num(flag, value()))); break;
       case 'knowledge-searches': a.knowledgeSearches = Math.max(10, Math.round(num(flag, value()))); break;
+      case 'ingestion-docs': a.ingestionDocs = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'ingestion-root': a.ingestionRoot = value() ?? null; break;
       case 'models-burst': a.modelsBurst = Math.max(1, Math.round(num(flag, value()))); break;
       case 'models-other': a.modelsOther = Math.max(1, Math.round(num(flag, value()))); break;
       case 'models-latency': a.modelsLatency = Math.round(num(flag, value())); break;

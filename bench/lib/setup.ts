@@ -138,6 +138,12 @@ export async function createTenant(gatewayUrl: string, standIn: StandIn, model?:
   for (const doc of KNOWLEDGE_DOCUMENTS) {
     expect(await api(gatewayUrl, 'POST', `/api/knowledge-bases/${kb.knowledgeBase.id}/documents`, doc, token), 201, 'document');
   }
+  // Documents are read in the background: the tenant is set up once they are.
+  for (const until = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 50))) {
+    const list = expect(await api<{ documents: { status: string }[] }>(gatewayUrl, 'GET', `/api/knowledge-bases/${kb.knowledgeBase.id}/documents`, undefined, token), 200, 'documents');
+    if (list.documents.every((d) => d.status !== 'processing')) break;
+    if (Date.now() > until) throw new Error('documents still processing after 60 s');
+  }
   const agentBody = model ? { name: 'Model bot', systemPrompt: 'You answer customers of a shop.', model: { provider: 'openai', ...model } } : { name: 'FAQ bot', knowledgeBaseId: kb.knowledgeBase.id };
   const ag = expect(await api<{ agent: { id: number } }>(gatewayUrl, 'POST', '/api/agents', agentBody, token), 201, 'agent');
   const integ = expect(

@@ -7,9 +7,22 @@ export interface AccessClaims {
   sessionId: string;
 }
 
+/** The claims of a verified access token, with when it expires (Unix seconds). */
+export interface VerifiedAccess extends AccessClaims {
+  expiresAt: number;
+}
+
+/**
+ * How far ahead of this process's clock another gateway's clock may be: a token it issued
+ * a moment ago is not refused as issued in the future.
+ */
+const CLOCK_SKEW_SECONDS = 60;
+
 /**
  * Session JWTs. HS256 only (the allow-list refuses `none` and every other algorithm),
  * issuer and audience pinned, and `typ: "access"` so no other token we sign can pass as one.
+ * A token lives at most ACCESS_TOKEN_TTL_SECONDS (`exp - iat`, `iat` not in the future),
+ * whoever signed it: one minted with the real key for ten years is refused all the same.
  */
 export class AccessTokens {
   readonly #key: Uint8Array;
@@ -37,17 +50,21 @@ export class AccessTokens {
   }
 
   /** Returns the claims, or null for any token that is not a valid, current access token. */
-  async verify(token: string): Promise<AccessClaims | null> {
+  async verify(token: string): Promise<VerifiedAccess | null> {
     try {
+      const now = this.#now();
       const { payload } = await jwtVerify(token, this.#key, {
         algorithms: ['HS256'],
         issuer: this.#config.jwtIssuer,
         audience: this.#config.jwtAudience,
-        currentDate: new Date(this.#now()),
-        requiredClaims: ['exp', 'sub', 'sid'],
+        currentDate: new Date(now),
+        requiredClaims: ['exp', 'iat', 'sub', 'sid'],
       });
       if (payload.typ !== 'access' || typeof payload.companyId !== 'number' || typeof payload.sid !== 'string') return null;
-      return { userId: payload.sub!, companyId: payload.companyId, sessionId: payload.sid };
+      // jose has checked that both are numbers.
+      const { iat, exp } = payload as { iat: number; exp: number };
+      if (exp - iat > this.#config.accessTokenTtlSeconds || iat > now / 1000 + CLOCK_SKEW_SECONDS) return null;
+      return { userId: payload.sub!, companyId: payload.companyId, sessionId: payload.sid, expiresAt: exp };
     } catch (err) {
       if (err instanceof joseErrors.JOSEError) return null;
       throw err;

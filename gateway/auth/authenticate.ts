@@ -9,7 +9,8 @@ import { isApiToken } from './opaque-tokens.js';
 import type { Sessions } from './sessions.js';
 
 export type Principal =
-  | { kind: 'session'; userId: string; companyId: number; sessionId: string }
+  /** `expiresAt`: when its access token expires (Unix seconds). */
+  | { kind: 'session'; userId: string; companyId: number; sessionId: string; expiresAt: number }
   | { kind: 'api_token'; apiTokenId: number; companyId: number };
 
 declare module 'express-serve-static-core' {

@@ -86,6 +86,22 @@ export class Sessions {
   }
 
   /**
+   * Of these sessions, the ones still live: not revoked (logout, reuse), not expired, and
+   * still there (removing a user removes their sessions). For streams that re-check the
+   * session they were opened with (its user and company were checked then, by isLive).
+   */
+  async liveOf(sessionIds: readonly string[]): Promise<Set<string>> {
+    const ids = sessionIds.filter((id) => UUID.test(id));
+    if (ids.length === 0) return new Set();
+    const rows = await this.#orm.em.fork().find(
+      AuthSessionSchema,
+      { id: { $in: ids }, revokedAt: null, expiresAt: { $gt: new Date(this.#now()) } },
+      { fields: ['id'] },
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /**
    * True when the access token's session exists, belongs to the token's user AND company, has
    * not expired and has not been revoked (logout, reuse). A token pairing a real session with
    * another user or company is not honoured, however it was signed.

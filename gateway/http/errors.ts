@@ -1,8 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '../../lib/logger.js';
+import { isStatementTimeout } from '../../lib/db.js';
 import { AppError, ERRORS } from '../../lib/errors.js';
 import { arrayOf, object, STRING, UUID } from './schemas.js';
+
+/** A request ended by the statement timeout (503 TIMEOUT) may be tried again after this long. */
+export const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 
 /** The JSON body of an error: `{"error":{"code","message"}}` (+ details, + requestId on 500). */
 export function errorBody(err: AppError, requestId?: string): { error: Record<string, unknown> } {
@@ -19,7 +23,7 @@ export const ERROR_SCHEMA = object(
       {
         code: { title: 'ErrorCode', type: 'string', enum: Object.keys(ERRORS), description: 'A stable code from the one catalog (lib/errors.ts).' },
         message: { type: 'string', description: 'For people; may change.' },
-        details: { ...arrayOf(object({ field: STRING, message: STRING }, { title: 'FieldError' })), description: 'VALIDATION_ERROR: one entry per bad field.' },
+        details: { ...arrayOf(object({ field: STRING, message: STRING }, { title: 'FieldError' })), description: 'VALIDATION_ERROR: one entry per bad field; QUOTA_EXCEEDED: the resource and its limit (`{"field":"agents","message":"limit 100"}`).' },
         requestId: { ...UUID, description: 'INTERNAL_ERROR: the id of the request in the logs (also the X-Request-Id header): its access line\'s `traceId`, the same 32 hex digits spelled as a UUID.' },
       },
       { optional: ['details', 'requestId'] },
@@ -57,6 +61,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       appError = new AppError('PAYLOAD_TOO_LARGE');
     } else if (err?.type === 'charset.unsupported' || err?.type === 'encoding.unsupported') {
       appError = new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding.');
+    } else if (isStatementTimeout(err)) {
+      // A statement of this request ran past DB_STATEMENT_TIMEOUT_MS: the database is busy, or the request asks too much of it.
+      logger.warn({ requestId: req.requestId, traceId: req.traceId, method: req.method, path: req.path }, 'a statement ran past the statement timeout');
+      appError = new AppError('TIMEOUT', undefined, { cause: err, headers: { 'Retry-After': String(TIMEOUT_RETRY_AFTER_SECONDS) } });
+    } else if (err instanceof URIError) {
+      // The router could not decode a path segment (`%E0%A4%A`, `%`): such a path names nothing.
+      appError = new AppError('NOT_FOUND', 'No resource at this path: it is not valid percent-encoded UTF-8.');
     } else {
       logger.error({ err, requestId: req.requestId, traceId: req.traceId, method: req.method, path: req.path }, 'unhandled error');
       appError = new AppError('INTERNAL_ERROR', `Internal server error (request ${req.requestId}).`);

@@ -63,7 +63,9 @@ const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
 };
 
 const RETRY_AFTER = { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } };
-const WITH_RETRY_AFTER: ReadonlySet<ErrorCode> = new Set(['RATE_LIMITED', 'QUEUE_UNAVAILABLE']);
+const WITH_RETRY_AFTER: ReadonlySet<ErrorCode> = new Set(['RATE_LIMITED', 'QUEUE_UNAVAILABLE', 'TIMEOUT']);
+/** Routes under /api that use none of the API's database connections (lib/db.ts ApiDatabase): no statement timeout. */
+const WITHOUT_API_DATABASE: ReadonlySet<string> = new Set(['Webhooks', 'Documentation']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 /** Keywords whose values are data, not schemas: never searched for named schemas. */
 const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'example']);
@@ -73,7 +75,7 @@ export const openApiPath = (expressPath: string): string => expressPath.replace(
 
 /** An example of each code's answer, as errorBody writes it. */
 function errorExample(code: ErrorCode): { summary: string; value: unknown } {
-  const details = code === 'VALIDATION_ERROR' ? [{ field: 'name', message: 'is required' }] : undefined;
+  const details = code === 'VALIDATION_ERROR' ? [{ field: 'name', message: 'is required' }] : code === 'QUOTA_EXCEEDED' ? [{ field: 'agents', message: 'limit 100' }] : undefined;
   const requestId = code === 'INTERNAL_ERROR' ? '3b241101-e2bb-4255-8caf-4136c566a962' : undefined;
   return { summary: ERRORS[code].message, value: errorBody(new AppError(code, undefined, { details }), requestId) };
 }
@@ -90,15 +92,20 @@ const UNAUTHORIZED: Record<Exclude<Access, 'public'>, Implied> = {
   metrics: { when: 'METRICS_TOKEN is set and the Bearer token is not it', response: 'MetricsTokenRequired' },
 };
 
-/** The codes a route can answer without saying so: those of its access, its place and its body, and INTERNAL_ERROR (at most one per status). */
+/** The codes a route can answer without saying so: those of its access, its place and its body, TIMEOUT (the API's statement timeout) and INTERNAL_ERROR (at most one per status). */
 function impliedErrors(doc: MountedRouteDoc): Partial<Record<ErrorCode, Implied>> {
   const out: Partial<Record<ErrorCode, Implied>> = {};
   if (doc.access !== 'public') out.UNAUTHORIZED = UNAUTHORIZED[doc.access];
   if (doc.fullPath.startsWith('/api/')) out.HTTPS_REQUIRED = { when: 'ENFORCE_HTTPS is on and the request did not arrive over TLS', response: 'HttpsRequired' };
+  // Every query string under /api is checked before its route (gateway/http/validate.ts storableQuery).
+  if (doc.servedBy === 'express' && doc.fullPath.startsWith('/api/')) out.VALIDATION_ERROR = { when: 'a query parameter holds U+0000 or an unpaired surrogate', response: 'UnstorableQuery' };
   if (doc.servedBy === 'express' && doc.fullPath.startsWith('/api/') && BODY_METHODS.has(doc.method)) {
-    out.VALIDATION_ERROR = { when: 'the body is not valid JSON', response: 'InvalidJson' };
+    out.VALIDATION_ERROR = { when: 'the body is not valid JSON, or a string in it or in the query holds U+0000 or an unpaired surrogate', response: 'InvalidJson' };
     out.PAYLOAD_TOO_LARGE = { when: 'the JSON body is over its limit', response: 'PayloadTooLarge' };
     out.UNSUPPORTED_MEDIA_TYPE = { when: 'a body not sent as application/json', response: 'UnsupportedMediaType' };
+  }
+  if (doc.servedBy === 'express' && doc.fullPath.startsWith('/api/') && !WITHOUT_API_DATABASE.has(doc.tag)) {
+    out.TIMEOUT = { when: 'a database statement of the request ran past DB_STATEMENT_TIMEOUT_MS (Retry-After)', response: 'Timeout' };
   }
   out.INTERNAL_ERROR = { when: 'anything unexpected (logged with the request id)', response: 'InternalError' };
   return out;

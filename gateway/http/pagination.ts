@@ -9,6 +9,8 @@ import { arrayOf, COUNT, object, type JsonSchema } from './schemas.js';
  */
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 200;
+/** What pageParams reads of an offset: up to nine digits. */
+const MAX_OFFSET = 999_999_999;
 
 export interface Page {
   limit: number;
@@ -30,8 +32,14 @@ export function pageParams(q: Record<string, unknown>): Page {
 /** The `limit` and `offset` query parameters of every list, for its route docs. */
 export const PAGE_PARAMS: readonly ParamDoc[] = [
   { name: 'limit', in: 'query', description: `Items per page (1–${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT}).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT } },
-  { name: 'offset', in: 'query', description: 'Items to skip (default 0).', schema: { type: 'integer', minimum: 0, default: 0 } },
+  { name: 'offset', in: 'query', description: 'Items to skip (default 0).', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
 ];
 
 /** The answer of a list: `{"<key>":[…],"total":N,"limit":50,"offset":0}`. */
 export const pageOf = (key: string, item: JsonSchema): JsonSchema => object({ [key]: arrayOf(item), total: COUNT, limit: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT }, offset: COUNT });
+
+/** What a list's route docs say of its VALIDATION_ERROR. */
+export const BAD_PAGE = 'a bad limit or offset';
+
+/** The documented example of a list: one item. */
+export const examplePage = (key: string, item: unknown) => ({ [key]: [item], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 });

@@ -1,13 +1,19 @@
+import type { RequestHandler } from 'express';
 import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { checkUrlHost, guardForUrl } from '../../lib/address-guard.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
+import { storable, UNSTORABLE_MESSAGE, unstorableFields } from '../../lib/text.js';
 import type { ParamDoc } from './route-docs.js';
-import { ID } from './schemas.js';
+import { FLOAT_MAX, FLOAT_MIN, ID } from './schemas.js';
 
 // verbose: an error carries the schema it failed, so alternatives (anyOf) can be described in one message.
-const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes: false, verbose: true, allowUnionTypes: true });
+// strictNumbers (ajv's default) refuses NaN and ±Infinity (a JSON 1e999 parses to Infinity).
+const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes: false, verbose: true, allowUnionTypes: true, strictNumbers: true });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
+// `format: float` (OpenAPI's single precision) is what a PostgreSQL `real` column stores: ajv-formats
+// accepts any number, but 1e-46 would round to zero there, and PostgreSQL refuses that with an error.
+ajv.addFormat('float', { type: 'number', validate: (n: number) => n === 0 || (Math.abs(n) >= FLOAT_MIN && Math.abs(n) <= FLOAT_MAX) });
 
 function fieldOf(e: ErrorObject): string {
   const path = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
@@ -57,6 +63,7 @@ function messageOf(e: ErrorObject): string {
     case 'additionalProperties':
       return 'is not a known field';
     case 'format':
+      if ((e.params as { format: string }).format === 'float') return `must be 0 or of a magnitude from ${FLOAT_MIN.toPrecision(2)} to ${FLOAT_MAX.toPrecision(2)} (a single-precision number)`;
       return `must be a valid ${(e.params as { format: string }).format}`;
     case 'anyOf':
     case 'oneOf':
@@ -110,21 +117,50 @@ export interface BodyValidator<T> {
   readonly schema: Readonly<Record<string, unknown>>;
 }
 
-/** Compiles a body schema once; the returned function throws 400 VALIDATION_ERROR listing each bad field. */
-export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unknown>): BodyValidator<T> {
+export interface BodyValidatorOptions {
+  /**
+   * Top-level string fields whose U+0000 and unpaired surrogates are removed (lib/text.ts
+   * storable) rather than refused: a document's content, pasted or converted from a file,
+   * where one stray character must not cost the whole text. Every other string is refused.
+   */
+  cleaned?: readonly string[];
+}
+
+const invalidFields = (details: FieldError[]) => new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+
+/**
+ * Compiles a body schema once; the returned function throws 400 VALIDATION_ERROR listing each
+ * bad field: those the schema refuses, and every string (or key) holding U+0000 or an
+ * unpaired surrogate, which PostgreSQL cannot store (a 500 otherwise, at the first write).
+ */
+export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unknown>, options: BodyValidatorOptions = {}): BodyValidator<T> {
   const validate = ajv.compile(schema) as ValidateFunction<T>;
+  const cleaned = options.cleaned ?? [];
   const check = (body: unknown): T => {
     if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new AppError('VALIDATION_ERROR', 'The body must be a JSON object (sent with Content-Type: application/json).', { details: [{ field: '(body)', message: 'must be a JSON object' }] });
     }
-    if (!validate(body)) {
-      const details = toFieldErrors(validate.errors);
-      throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
-    }
-    return body;
+    const fields = body as Record<string, unknown>;
+    for (const name of cleaned) if (typeof fields[name] === 'string') fields[name] = storable(fields[name]);
+    // A bad character first: it is why such a field fails its other checks too (`must be a valid email`).
+    const details: FieldError[] = unstorableFields(body).map((field) => ({ field, message: UNSTORABLE_MESSAGE }));
+    if (!validate(body)) for (const d of toFieldErrors(validate.errors)) if (!details.some((u) => u.field === d.field)) details.push(d);
+    if (details.length) throw invalidFields(details);
+    return body as T;
   };
   return Object.assign(check, { schema: schema as Readonly<Record<string, unknown>> });
 }
+
+/**
+ * Query strings under /api: a parameter holding U+0000 (`%00`) is refused with 400 naming it,
+ * whatever the route, before any route reads it. (Percent-encoded bytes that are not UTF-8,
+ * `%ED%A0%80`, decode to U+FFFD, which is storable.)
+ */
+export const storableQuery: RequestHandler = (req, _res, next) => {
+  const fields = unstorableFields(req.query);
+  if (fields.length) throw invalidFields(fields.map((field) => ({ field, message: UNSTORABLE_MESSAGE })));
+  next();
+};
 
 /** Parses a positive integer path id; anything else is a resource that cannot exist (404). */
 export function idParam(value: unknown, what = 'Resource'): number {
@@ -133,6 +169,15 @@ export function idParam(value: unknown, what = 'Resource'): number {
     if (n <= 2_147_483_647) return n;
   }
   throw new AppError('NOT_FOUND', `${what} not found.`);
+}
+
+/** A query filter by id (`?integrationId=7`): the id, undefined when absent; a bad one (not an int a column holds) is added to `details`. */
+export function idFilter(q: Record<string, unknown>, field: string, details: FieldError[]): number | undefined {
+  const v = q[field];
+  if (v === undefined) return undefined;
+  if (typeof v === 'string' && /^[1-9]\d{0,9}$/.test(v) && Number(v) <= ID.maximum) return Number(v);
+  details.push({ field, message: 'must be a positive integer' });
+  return undefined;
 }
 
 /** The route doc of a path id that idParam reads. */

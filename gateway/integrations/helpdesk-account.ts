@@ -1,3 +1,4 @@
+import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
 import { HelpdeskClient, HelpdeskError, type HelpdeskWebhook } from '../../lib/helpdesk-client.js';
@@ -50,7 +51,8 @@ export async function probeRegion(config: Config, token: string): Promise<{ apiU
   const regions: HelpdeskRegion[] = ['global', 'europe'];
   const results = await Promise.allSettled(
     // A `{"status":"error"}` answer is a refusal too (HelpdeskClient throws it, not retryable).
-    regions.map((region) => new HelpdeskClient(regionUrl(config, region), token).apiInfo()),
+    // The instances are trusted, where they redirect is not: the guard checks every other hop.
+    regions.map((region) => new HelpdeskClient(regionUrl(config, region), token, { guard: guardForUrl(config, regionUrl(config, region)) }).apiInfo()),
   );
   const accepted = results.findIndex((r) => r.status === 'fulfilled');
   if (accepted >= 0) return { apiUrl: regionUrl(config, regions[accepted]!), region: regions[accepted]! };

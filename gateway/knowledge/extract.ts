@@ -1,5 +1,8 @@
-import { normaliseText, parseBlocks, renderBlocks, type Block } from '../../lib/knowledge/chunker.js';
+import { DEFAULT_INGEST_MEMORY_MB } from '../../lib/config.js';
+import { parseBlocks, renderBlocks, type Block } from '../../lib/knowledge/chunker.js';
 import { charsetOf, htmlToBlocks } from './html.js';
+import { markdownBlocks } from './markdown.js';
+import { PdfTooLarge } from './pdf-budget.js';
 import { PdfError, pdfLinesToBlocks, readPdfLines } from './pdf.js';
 
 /**
@@ -29,42 +32,6 @@ export interface Extracted {
   contentFormat: 'text' | 'markdown';
 }
 
-/** Markdown inline syntax a reader does not see: links, images, emphasis, code marks, fences, setext underlines. */
-function markdownBlocks(text: string): Block[] {
-  const lines = normaliseText(text).split('\n');
-  const out: string[] = [];
-  let fence = false;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (/^\s*(```|~~~)/.test(line)) {
-      fence = !fence;
-      continue;
-    }
-    if (fence) {
-      out.push(line);
-      continue;
-    }
-    // Setext headings: "Title\n=====" / "Title\n-----".
-    const next = lines[i + 1];
-    if (line.trim() && next !== undefined && /^\s*(=+|-+)\s*$/.test(next) && !/^\s*[-*+]\s/.test(line)) {
-      out.push(`${next.trim().startsWith('=') ? '#' : '##'} ${line.trim()}`);
-      i++;
-      continue;
-    }
-    out.push(
-      line
-        .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
-        .replace(/\[([^\]]+)\]\([^)]*\)/g, '$1')
-        .replace(/<\/?[a-z][^>]*>/gi, '')
-        .replace(/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, '$2')
-        .replace(/(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?!\w)/g, '$1')
-        .replace(/`([^`]+)`/g, '$1')
-        .replace(/^\s{0,3}>\s?/, ''),
-    );
-  }
-  return parseBlocks(out.join('\n'), { headings: true });
-}
-
 function finish(title: string | null, blocks: Block[], contentFormat: 'text' | 'markdown'): Extracted {
   const content = contentFormat === 'text' ? blocks.map((b) => b.text).join('\n\n') : renderBlocks(blocks);
   if (!blocks.some((b) => b.kind === 'paragraph' && /[\p{L}\p{N}]/u.test(b.text))) throw new ExtractionError('the document has no text to index');
@@ -80,7 +47,11 @@ export function decodeText(bytes: Buffer, contentType?: string): string {
   return new TextDecoder(charsetOf(contentType, bytes)).decode(bytes);
 }
 
-export async function extractDocument(input: { format: DocumentFormat; text?: string; bytes?: Buffer; contentType?: string; signal?: AbortSignal }): Promise<Extracted> {
+/**
+ * The document's text. Runs in the ingestion worker thread (parse-worker.ts), in time linear
+ * in the input; `budgetBytes` bounds what a PDF's streams may expand to.
+ */
+export async function extractDocument(input: { format: DocumentFormat; text?: string; bytes?: Buffer; contentType?: string; budgetBytes?: number }): Promise<Extracted> {
   switch (input.format) {
     case 'text':
       return finish(null, parseBlocks(input.text ?? decodeText(input.bytes!, input.contentType), { headings: false }), 'text');
@@ -97,13 +68,13 @@ export async function extractDocument(input: { format: DocumentFormat; text?: st
       const bytes = input.bytes!;
       if (bytes.subarray(0, 1024).indexOf('%PDF-') < 0) throw new ExtractionError('the file is not a PDF');
       try {
-        const { pages } = await readPdfLines(bytes, { signal: input.signal });
+        const { pages } = await readPdfLines(bytes, { budgetBytes: input.budgetBytes ?? DEFAULT_INGEST_MEMORY_MB * 1024 * 1024 });
         const blocks = pdfLinesToBlocks(pages);
         if (!blocks.length) throw new ExtractionError('the PDF has no text layer (a scan or images only?); upload a PDF with selectable text');
         const first = blocks.find((b) => b.kind === 'heading');
         return finish(first?.text ?? null, blocks, 'markdown');
       } catch (err) {
-        if (err instanceof PdfError) throw new ExtractionError(err.message, { cause: err });
+        if (err instanceof PdfError || err instanceof PdfTooLarge) throw new ExtractionError(err.message, { cause: err });
         throw err;
       }
     }

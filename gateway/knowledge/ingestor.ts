@@ -3,56 +3,73 @@ import { query, type SqlPool } from '../../lib/db.js';
 import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
-import { chunkContent, headingPath } from '../../lib/knowledge/chunker.js';
+import { headingPath } from '../../lib/knowledge/chunker.js';
 import { embedTexts, EmbeddingError } from '../../lib/knowledge/embeddings.js';
 import { embeddingModelOf } from '../../lib/knowledge/retrieve.js';
 import { removeChunks, replaceChunks, type Exec } from '../../lib/knowledge/store.js';
-import { ExtractionError, extractDocument, type DocumentFormat } from './extract.js';
-import { fetchPage } from './page.js';
+import { Deadline } from './deadline.js';
+import { ExtractionError, type DocumentFormat } from './extract.js';
+import { FairQueue } from './fair-queue.js';
+import { fetchPage, PAGE_DEADLINE_MS } from './page.js';
+import { ParsePool, type ParseJob } from './parse-pool.js';
 
 /**
  * Turns documents into chunks, in the gateway process (it owns the HTTP routes), off the
- * request path: a bounded number of jobs at a time (`concurrency`), PDFs read in a worker
- * thread (pdf.ts), pages fetched through the guarded client (page.ts).
+ * request path and off its event loop: a document is read (parsed, cleaned, chunked) in a
+ * thread of the ParsePool (parse-pool.ts), pages are fetched through the guarded client
+ * (page.ts), chunks embedded by the base's embedding server.
+ *
+ * Fair between companies (contract.md § No tenant slows another down): documents wait in a
+ * queue per company, taken round-robin, at most `maxPerCompany` of a company at a time
+ * (INGEST_MAX_PER_COMPANY) and `concurrency` in all. A page being fetched or chunks being
+ * embedded hold no thread (I/O with deadlines of their own); reading holds one of
+ * INGEST_THREADS, again round-robin. A document's work has a deadline (INGEST_TIMEOUT_MS,
+ * its clock stopped while it waits for a thread) and the thread a memory budget
+ * (INGEST_MEMORY_MB); over either the document fails with the reason.
  *
  * A document waiting or being processed has `status = 'processing'`. The process working on
  * it holds a lease (`lease_until`, renewed with every progress update); `attempts` counts the
  * leases taken. Crash behaviour: a process that dies mid-way leaves an expired lease, and
- * every gateway sweeps for those at start and every `sweepMs`: the document is **resumed**
- * from its start (the original bytes stay in `raw` until their text is extracted; a page is
- * fetched again). A document whose leases ran out `maxAttempts` times (say a PDF that kills
- * the process every time) is **failed** with that reason instead of being tried forever. A
- * document's result (chunks, counters, status) is written in one transaction. A failed
- * document keeps what it was read from (`raw` or `content`), so a retry
- * (`POST …/documents/:docId/retry`) can process it again with a fresh count of leases.
+ * every gateway sweeps for those at start and every `sweepMs` (a few of each company's at a
+ * time): the document is **resumed** from its start (the original bytes stay in `raw` until
+ * their text is extracted; a page is fetched again). A document whose leases ran out
+ * `maxAttempts` times (say a PDF that kills the process every time) is **failed** with that
+ * reason instead of being tried forever. A document's result (chunks, counters, status) is
+ * written in one transaction. A failed document keeps what it was read from (`raw` or
+ * `content`), so a retry (`POST …/documents/:docId/retry`) can process it again with a
+ * fresh count of leases.
  *
  * What can go wrong with the input (no text, an unreadable PDF, a page that times out, an
- * embedding server that refuses) fails the document at once with the reason in `error`; an
- * unexpected failure (the database away) releases the lease for a later attempt.
+ * embedding server that refuses, the deadline, the memory budget) fails the document at once
+ * with the reason in `error`; an unexpected failure (the database away) releases the lease
+ * for a later attempt.
  */
 export interface IngestorDeps {
   orm: Orm;
   sql: SqlPool;
   secrets: SecretBox;
-  config: Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+  config: Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'ingest'>;
   logger: Logger;
 }
 
 export interface IngestorOptions {
+  /** Documents processed at once, all companies together (fetching, reading, embedding). */
   concurrency?: number;
   leaseMs?: number;
   sweepMs?: number;
   maxAttempts?: number;
-  /** Deadline of a page fetch (default PAGE_DEADLINE_MS). */
+  /** Deadline of a page fetch (default PAGE_DEADLINE_MS, and never past the document's own). */
   pageDeadlineMs?: number;
 }
 
-export const DEFAULT_INGEST_CONCURRENCY = 2;
+export const DEFAULT_INGEST_CONCURRENCY = 16;
 export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_SWEEP_MS = 30_000;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 /** A document making more chunks than this is refused (split it). */
 export const MAX_CHUNKS_PER_DOCUMENT = 5000;
+/** The sweep takes at most this many waiting documents of each company at a time. */
+const SWEEP_PER_COMPANY = 10;
 const CLOSE_WAIT_MS = 2000;
 
 interface DocRow {
@@ -72,12 +89,15 @@ class LeaseLost extends Error {}
 export class KnowledgeIngestor {
   readonly #deps: IngestorDeps;
   readonly #concurrency: number;
+  readonly #maxPerCompany: number;
   readonly #leaseMs: number;
   readonly #sweepMs: number;
   readonly #maxAttempts: number;
-  readonly #pageDeadlineMs: number | undefined;
-  readonly #queue: number[] = [];
+  readonly #pageDeadlineMs: number;
+  readonly #pool: ParsePool;
+  readonly #waiting = new FairQueue<number, number>();
   readonly #queued = new Set<number>();
+  readonly #runningPerCompany = new Map<number, number>();
   readonly #controller = new AbortController();
   #running = 0;
   #timer: NodeJS.Timeout | null = null;
@@ -86,10 +106,12 @@ export class KnowledgeIngestor {
   constructor(deps: IngestorDeps, options: IngestorOptions = {}) {
     this.#deps = deps;
     this.#concurrency = options.concurrency ?? DEFAULT_INGEST_CONCURRENCY;
+    this.#maxPerCompany = deps.config.ingest.maxPerCompany;
     this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.#sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
     this.#maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-    this.#pageDeadlineMs = options.pageDeadlineMs;
+    this.#pageDeadlineMs = options.pageDeadlineMs ?? PAGE_DEADLINE_MS;
+    this.#pool = new ParsePool({ threads: deps.config.ingest.threads, memoryMb: deps.config.ingest.memoryMb, logger: deps.logger });
   }
 
   /** Sweeps for documents nobody is working on now, then every sweepMs. */
@@ -103,53 +125,65 @@ export class KnowledgeIngestor {
   }
 
   /**
-   * Stops taking work and aborts the running jobs (page fetches, PDF readers, embedding
+   * Stops taking work and aborts the running jobs (page fetches, reader threads, embedding
    * calls); waits for them at most CLOSE_WAIT_MS. An unfinished document keeps its lease,
    * which expires, and the next process resumes it.
    */
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#controller.abort();
-    this.#queue.length = 0;
-    if (this.#running === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((r) => this.#idle.push(r)), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
-    clearTimeout(timer);
+    this.#waiting.clear();
+    if (this.#running > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([new Promise<void>((r) => this.#idle.push(r)), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    await this.#pool.close();
   }
 
   /** Resolves when nothing is queued or running (tests). */
   idle(): Promise<void> {
-    if (this.#running === 0 && this.#queue.length === 0) return Promise.resolve();
+    if (this.#running === 0 && this.#waiting.size === 0) return Promise.resolve();
     return new Promise((r) => this.#idle.push(r));
   }
 
-  /** Queues the documents waiting without a live lease (after a crash, or queued by another process). */
+  /** Queues the documents waiting without a live lease (after a crash, or queued by another process), a few of each company. */
   async sweep(): Promise<number> {
-    const rows = await query<{ id: number }>(
+    const rows = await query<{ id: number; company_id: number }>(
       this.#deps.sql,
       'kb_ingest_sweep',
-      `select id from knowledge_documents where status = 'processing' and (lease_until is null or lease_until < now()) order by id limit 100`,
+      `select id, company_id from (
+         select id, company_id, row_number() over (partition by company_id order by id) as turn from knowledge_documents
+         where status = 'processing' and (lease_until is null or lease_until < now())
+       ) waiting where turn <= $1 order by turn, id limit 100`,
+      [SWEEP_PER_COMPANY],
     );
-    for (const r of rows) this.enqueue(r.id);
+    for (const r of rows) this.enqueue(r.id, r.company_id);
     return rows.length;
   }
 
-  enqueue(documentId: number): void {
+  enqueue(documentId: number, companyId: number): void {
     if (this.#controller.signal.aborted || this.#queued.has(documentId)) return;
     this.#queued.add(documentId);
-    this.#queue.push(documentId);
+    this.#waiting.push(companyId, documentId);
     this.#pump();
   }
 
   #pump(): void {
-    while (this.#running < this.#concurrency && this.#queue.length > 0) {
-      const id = this.#queue.shift()!;
+    while (this.#running < this.#concurrency) {
+      const next = this.#waiting.take((company) => (this.#runningPerCompany.get(company) ?? 0) < this.#maxPerCompany);
+      if (!next) break;
+      const { key: company, item: id } = next;
       this.#running++;
+      this.#runningPerCompany.set(company, (this.#runningPerCompany.get(company) ?? 0) + 1);
       void this.#claimAndProcess(id).finally(() => {
         this.#queued.delete(id);
         this.#running--;
+        const left = this.#runningPerCompany.get(company)! - 1;
+        if (left > 0) this.#runningPerCompany.set(company, left);
+        else this.#runningPerCompany.delete(company);
         this.#pump();
-        if (this.#running === 0 && this.#queue.length === 0) for (const r of this.#idle.splice(0)) r();
+        if (this.#running === 0 && this.#waiting.size === 0) for (const r of this.#idle.splice(0)) r();
       });
     }
   }
@@ -157,7 +191,7 @@ export class KnowledgeIngestor {
   async #claimAndProcess(documentId: number): Promise<void> {
     try {
       const doc = await this.#claim(documentId);
-      if (doc) await this.process(doc);
+      if (doc) await this.#process(doc);
     } catch (err) {
       this.#deps.logger.warn({ err, documentId }, 'knowledge: could not claim a document');
     }
@@ -179,20 +213,6 @@ export class KnowledgeIngestor {
       return null;
     }
     return doc;
-  }
-
-  /**
-   * Claims a document created with its lease already held (the route's own small documents)
-   * and processes it now, in the caller's time.
-   */
-  async processNow(documentId: number): Promise<void> {
-    const [doc] = await query<DocRow>(
-      this.#deps.sql,
-      'kb_ingest_load',
-      `select id, company_id, knowledge_base_id, title, format, source, content, raw, attempts from knowledge_documents where id = $1 and status = 'processing'`,
-      [documentId],
-    );
-    if (doc) await this.process(doc);
   }
 
   /** Renews the lease and records progress; throws LeaseLost when the document is gone or no longer ours to finish. */
@@ -220,39 +240,46 @@ export class KnowledgeIngestor {
     });
   }
 
+  /** The document's text (read now when it has none yet) and its chunks, read in a thread of the pool. */
+  async #read(doc: DocRow, deadline: Deadline, signal: AbortSignal) {
+    let job: ParseJob;
+    if (doc.content !== null) job = { kind: 'chunk', content: doc.content, format: doc.format };
+    else if (doc.raw) job = { kind: 'extract', format: (doc.source.type === 'url' ? 'html' : doc.source.type) as DocumentFormat, bytes: doc.raw };
+    else if (doc.source.type === 'url' && doc.source.url) {
+      const page = await fetchPage(this.#deps.config, doc.source.url, { signal, deadlineMs: Math.max(1, Math.min(this.#pageDeadlineMs, deadline.remaining())) });
+      await this.#progress(doc, 15);
+      job = { kind: 'extract', format: page.format, bytes: page.bytes, contentType: page.contentType };
+    } else throw new ExtractionError('the document has nothing to read');
+    return this.#pool.run(doc.company_id, job, { signal, deadline });
+  }
+
   /** Processes a document whose lease this process holds (see the class comment). */
-  async process(doc: DocRow): Promise<void> {
+  async #process(doc: DocRow): Promise<void> {
     const log = this.#deps.logger.child({ documentId: doc.id, knowledgeBaseId: doc.knowledge_base_id });
-    const signal = this.#controller.signal;
+    const closing = this.#controller.signal;
+    const deadline = new Deadline(this.#deps.config.ingest.timeoutMs);
+    // The lease is renewed while the document waits for a thread or is read: a live process keeps it.
+    const lost = new AbortController();
+    const heartbeat = setInterval(() => {
+      this.#renew(doc).then((held) => held || lost.abort(new LeaseLost()), () => {});
+    }, Math.max(100, this.#leaseMs / 3));
+    heartbeat.unref();
+    const signal = AbortSignal.any([closing, deadline.signal, lost.signal]);
     try {
-      let content = doc.content;
-      let format = doc.format;
+      await this.#progress(doc, 5);
+      const { extracted, chunks } = await this.#read(doc, deadline, signal);
       let title = doc.title;
-      if (content === null) {
-        await this.#progress(doc, 5);
-        let extracted;
-        if (doc.raw) {
-          extracted = await extractDocument({ format: (doc.source.type === 'url' ? 'html' : doc.source.type) as DocumentFormat, bytes: doc.raw, signal });
-        } else if (doc.source.type === 'url' && doc.source.url) {
-          const page = await fetchPage(this.#deps.config, doc.source.url, { signal, deadlineMs: this.#pageDeadlineMs });
-          await this.#progress(doc, 15);
-          extracted = await extractDocument({ format: page.format, bytes: page.bytes, contentType: page.contentType, signal });
-        } else {
-          throw new ExtractionError('the document has nothing to read');
-        }
-        content = extracted.content;
-        format = extracted.contentFormat;
+      if (extracted) {
         // A page added without a title is named by the page (it was shown under its address meanwhile).
         if (!title.trim() || title === doc.source.url) title = extracted.title ?? (title.trim() || 'Untitled');
         await query(
           this.#deps.sql,
           'kb_ingest_extracted',
           `update knowledge_documents set content = $3, format = $4, title = $5, raw = null, updated_at = now() where id = $1 and company_id = $2 and status = 'processing'`,
-          [doc.id, doc.company_id, content, format, title.slice(0, 500)],
+          [doc.id, doc.company_id, extracted.content, extracted.contentFormat, title.slice(0, 500)],
         );
       }
       await this.#progress(doc, 25);
-      const chunks = chunkContent(content, format);
       if (chunks.length === 0) throw new ExtractionError('the document has no text to index');
       if (chunks.length > MAX_CHUNKS_PER_DOCUMENT) throw new ExtractionError(`the document makes more than ${MAX_CHUNKS_PER_DOCUMENT} chunks; split it into several documents`);
 
@@ -289,19 +316,35 @@ export class KnowledgeIngestor {
       });
       log.info({ chunks: chunks.length, embedded: embeddings !== null }, 'knowledge: document ready');
     } catch (err) {
-      if (err instanceof LeaseLost || signal.aborted) {
+      if (err instanceof LeaseLost || closing.aborted || lost.signal.aborted) {
         log.info('knowledge: document processing stopped (deleted, taken over or shutting down)');
         return;
       }
-      if (err instanceof ExtractionError || err instanceof EmbeddingError) {
-        log.info({ reason: err.message }, 'knowledge: document failed');
-        await this.#fail(doc, err.message).catch((e: unknown) => log.warn({ err: e }, 'knowledge: could not record the failure'));
+      // Past the deadline, whatever failed first (an aborted fetch, an embedding call) failed because of it.
+      const reason = deadline.expired ? (deadline.signal.reason as Error) : err;
+      if (reason instanceof ExtractionError || reason instanceof EmbeddingError) {
+        log.info({ reason: reason.message }, 'knowledge: document failed');
+        await this.#fail(doc, reason.message).catch((e: unknown) => log.warn({ err: e }, 'knowledge: could not record the failure'));
         return;
       }
       log.error({ err }, 'knowledge: document processing failed unexpectedly; it will be tried again');
       // Released for a later attempt (the sweep takes it up again; attempts are counted).
       await query(this.#deps.sql, 'kb_ingest_release', `update knowledge_documents set lease_until = now() + interval '5 seconds' where id = $1 and company_id = $2 and status = 'processing'`, [doc.id, doc.company_id]).catch(() => {});
+    } finally {
+      clearInterval(heartbeat);
+      deadline.clear();
     }
+  }
+
+  /** Extends the document's lease; false when it is gone or no longer processing (deleted meanwhile). */
+  async #renew(doc: DocRow): Promise<boolean> {
+    const rows = await query(
+      this.#deps.sql,
+      'kb_ingest_renew',
+      `update knowledge_documents set lease_until = now() + ($3::int * interval '1 millisecond') where id = $1 and company_id = $2 and status = 'processing' returning id`,
+      [doc.id, doc.company_id, this.#leaseMs],
+    );
+    return rows.length > 0;
   }
 
   async #setDimensions(doc: DocRow, dims: number | null): Promise<void> {

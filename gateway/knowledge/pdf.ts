@@ -1,16 +1,14 @@
-import { Worker } from 'node:worker_threads';
 import type { Block } from '../../lib/knowledge/chunker.js';
+import { defusePdf } from './pdf-budget.js';
 
 /**
- * PDF → blocks. PDF.js (pdfjs-dist's legacy build, no network, no eval) parses the file in a
- * worker thread (pdf-worker.mjs) with a memory cap and a deadline, so a large or hostile PDF
- * neither blocks the gateway's event loop (webhooks keep flowing) nor takes the process
- * down. Lines set in a larger type than the body text become headings (the largest size is
- * level 1); a vertical gap larger than the line spacing starts a new paragraph.
+ * PDF → blocks. PDF.js (pdfjs-dist's legacy build, no network, no eval) reads the file in
+ * the ingestion worker thread (parse-worker.ts), after pdf-budget.ts has measured what its
+ * streams expand to against the memory budget. Lines set in a larger type than the body
+ * text become headings (the largest size is level 1); a vertical gap larger than the line
+ * spacing starts a new paragraph.
  */
 export const MAX_PDF_PAGES = 1000;
-export const PDF_DEADLINE_MS = 60_000;
-const WORKER_HEAP_MB = 512;
 
 export interface PdfLine {
   text: string;
@@ -26,43 +24,86 @@ export class PdfError extends Error {
   }
 }
 
-const WORKER_URL = new URL('./pdf-worker.mjs', import.meta.url);
+interface TextItem {
+  str?: unknown;
+  transform: number[];
+  height?: number;
+  hasEOL?: boolean;
+}
 
-/** The text lines of each page, read in a worker thread. */
-export function readPdfLines(data: Buffer, options: { deadlineMs?: number; maxPages?: number; signal?: AbortSignal } = {}): Promise<{ pages: PdfLine[][]; numPages: number }> {
-  return new Promise((resolve, reject) => {
-    if (options.signal?.aborted) return reject(new PdfError('reading the PDF was stopped'));
-    const worker = new Worker(WORKER_URL, {
-      workerData: { data, maxPages: options.maxPages ?? MAX_PDF_PAGES },
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      stdout: true,
-      stderr: true,
-    });
-    // PDF.js writes warnings about fonts it does not need for text; they are not ours to log.
-    worker.stdout.resume();
-    worker.stderr.resume();
-    let settled = false;
-    const finish = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      void worker.terminate();
-      fn();
-    };
-    const onAbort = () => finish(() => reject(new PdfError('reading the PDF was stopped')));
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => finish(() => reject(new PdfError(`reading the PDF took longer than ${Math.round((options.deadlineMs ?? PDF_DEADLINE_MS) / 1000)} s`))), options.deadlineMs ?? PDF_DEADLINE_MS);
-    worker.on('message', (m: { ok: boolean; pages?: PdfLine[][]; numPages?: number; name?: string; message?: string }) => {
-      if (m.ok) finish(() => resolve({ pages: m.pages!, numPages: m.numPages! }));
-      else {
-        const why = m.name === 'PasswordException' ? 'the PDF is password-protected' : m.name === 'InvalidPDFException' ? 'the file is not a valid PDF' : `the PDF cannot be read (${m.message ?? 'unknown error'})`;
-        finish(() => reject(new PdfError(why)));
-      }
-    });
-    worker.on('error', (err) => finish(() => reject(new PdfError(/memory/i.test(err.message) ? 'the PDF needs too much memory to read' : 'the PDF cannot be read', { cause: err }))));
-    worker.on('exit', (code) => finish(() => reject(new PdfError(`the PDF reader stopped (exit code ${code})`))));
-  });
+const isSpace = (c: string | undefined) => c !== undefined && /\s/.test(c);
+
+/**
+ * One page's text items joined into lines ({ text, size, y }). A line is kept as its pieces
+ * and its last character: reading the end of a string built by `+=` flattens it, once per
+ * item, which made a line of 100,000 items take seconds.
+ */
+function pageLines(items: TextItem[]): PdfLine[] {
+  const lines: PdfLine[] = [];
+  let cur: { parts: string[]; last: string | undefined; size: number; y: number } | null = null;
+  const end = () => {
+    if (cur) lines.push({ text: cur.parts.join(''), size: cur.size, y: cur.y });
+    cur = null;
+  };
+  for (const item of items) {
+    if (typeof item.str !== 'string') continue;
+    const y = item.transform[5]!;
+    const size = Math.abs(item.height || item.transform[3] || 0);
+    if (cur && Math.abs(cur.y - y) > Math.max(1, (cur.size || size) * 0.5)) end();
+    cur ??= { parts: [], last: undefined, size: 0, y };
+    if (item.str) {
+      if (cur.last !== undefined && !isSpace(cur.last) && !isSpace(item.str[0])) cur.parts.push(' ');
+      cur.parts.push(item.str);
+      cur.last = item.str[item.str.length - 1];
+      cur.size = Math.max(cur.size, size);
+    }
+    if (item.hasEOL) end();
+  }
+  end();
+  return lines.filter((l) => l.text.trim());
+}
+
+/**
+ * The text lines of each page (at most maxPages). `data` is changed: the streams reading
+ * text never decodes are blanked (pdf-budget.ts). Throws PdfTooLarge past `budgetBytes`.
+ */
+export async function readPdfLines(data: Buffer, options: { budgetBytes: number; maxPages?: number }): Promise<{ pages: PdfLine[][]; numPages: number }> {
+  await defusePdf(data, options.budgetBytes);
+  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  let doc;
+  try {
+    // A copy: PDF.js takes (detaches) the buffer it is given.
+    doc = await getDocument({ data: new Uint8Array(data), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, stopAtErrors: false, verbosity: 0 }).promise;
+  } catch (err) {
+    const name = (err as Error)?.name;
+    throw new PdfError(
+      name === 'PasswordException' ? 'the PDF is password-protected' : name === 'InvalidPDFException' ? 'the file is not a valid PDF' : `the PDF cannot be read (${(err as Error)?.message ?? 'unknown error'})`,
+      { cause: err },
+    );
+  }
+  try {
+    const pages: PdfLine[][] = [];
+    const count = Math.min(doc.numPages, options.maxPages ?? MAX_PDF_PAGES);
+    for (let n = 1; n <= count; n++) {
+      const page = await doc.getPage(n);
+      const content = await page.getTextContent();
+      pages.push(pageLines(content.items as TextItem[]));
+      page.cleanup();
+    }
+    return { pages, numPages: doc.numPages };
+  } catch (err) {
+    throw new PdfError(`the PDF cannot be read (${(err as Error)?.message ?? 'unknown error'})`, { cause: err });
+  } finally {
+    await doc.destroy();
+  }
+}
+
+/** A page without text, with no cross-reference table (PDF.js rebuilds it). */
+const EMPTY_PDF = '%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 10 10] >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n';
+
+/** Loads PDF.js (its two modules, about a second the first time) by reading an empty page. */
+export async function warmUpPdfReader(): Promise<void> {
+  await readPdfLines(Buffer.from(EMPTY_PDF, 'latin1'), { budgetBytes: 1024 * 1024 }).catch(() => {});
 }
 
 /** Blocks of the pages' lines (see the module comment). */

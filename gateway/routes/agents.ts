@@ -9,8 +9,10 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { Config } from '../../lib/config.js';
+import { withinQuota } from '../../lib/quotas.js';
+import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, BOOLEAN, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
+import { BOOLEAN, EXAMPLE_TIME, FRACTION, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam, USD_AMOUNT } from '../http/validate.js';
 
 interface ModelInput {
@@ -110,16 +112,18 @@ const hoursSchema = {
   },
 };
 export const MAX_DEBOUNCE_MS = 60_000;
+/** contract.md § No tenant slows another down: a system prompt is at most 20000 characters. */
+export const MAX_SYSTEM_PROMPT = 20_000;
 const agentProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
-  systemPrompt: { type: 'string', maxLength: 100_000 },
+  systemPrompt: { type: 'string', maxLength: MAX_SYSTEM_PROMPT },
   model: modelSchema,
-  knowledgeBaseId: { type: ['integer', 'null'], minimum: 1 },
+  knowledgeBaseId: nullable(ID),
   handoffMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
   spendCapUsdPerDay: { type: ['string', 'null'], pattern: USD_AMOUNT },
   onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
   fallbackMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
-  relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
+  relevanceThreshold: FRACTION,
   debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS },
   hours: hoursSchema,
 };
@@ -158,7 +162,7 @@ function hoursOf(hours: BusinessHours | null | undefined): BusinessHours | null 
   return { timezone: hours.timezone, weekly: hours.weekly, holidays: hours.holidays ?? [], outside: hours.outside, outsideMessage: hours.outsideMessage?.trim() ?? null };
 }
 
-async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: SecretBox, config: UrlConfig): Promise<void> {
+async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: SecretBox, config: AgentConfig): Promise<void> {
   if (model) {
     if (model.baseUrl !== undefined && model.baseUrl !== null && model.baseUrl !== agent.modelBaseUrl) {
       await assertTenantUrl(config, 'model.baseUrl', model.baseUrl);
@@ -185,15 +189,16 @@ async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: 
   }
 }
 
-type UrlConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+type AgentConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
 
-export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: UrlConfig): Router {
+export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: AgentConfig): Router {
   const router = Router();
   router.use(auth.any);
 
   router.get('/', async (req, res) => {
-    const agents = await req.tenant!.em.find(AgentSchema, {}, { orderBy: { id: 'asc' }, populate: ['modelApiKeySealed'] });
-    res.json({ agents: agents.map(agentView) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [agents, total] = await req.tenant!.em.findAndCount(AgentSchema, {}, { orderBy: { id: 'asc' }, populate: ['modelApiKeySealed'], ...page });
+    res.json({ agents: agents.map(agentView), total, ...page });
   });
 
   router.post('/', async (req, res) => {
@@ -211,7 +216,8 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: Url
       createdAt: now, updatedAt: now,
     } as never);
     await applyModel(agent, body.model, secrets, config);
-    await tenant.em.flush();
+    const quota = { companyId: tenant.companyId, field: 'agents', limit: config.quotas.agents, entity: AgentSchema };
+    await withinQuota(tenant.em, quota, () => tenant.em.flush());
     res.status(201).json({ agent: agentView(agent) });
   });
 
@@ -304,15 +310,17 @@ const AGENT_ID = idPathParam('agent');
 export const agentRouteDocs: readonly RouteDoc[] = [
   {
     method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
-    summary: "The company's agents",
-    responses: { 200: { description: 'Every agent, oldest first.', schema: object({ agents: arrayOf(AGENT_SCHEMA) }), example: { agents: [EXAMPLE_AGENT] } } },
+    summary: "The company's agents, oldest first, paged",
+    params: PAGE_PARAMS,
+    responses: { 200: { description: 'A page of agents.', schema: pageOf('agents', AGENT_SCHEMA), example: examplePage('agents', EXAMPLE_AGENT) } },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
   {
     method: 'POST', path: '/', operationId: 'createAgent', tag: 'Agents', access: 'any',
     summary: 'Create an agent (builtin answers from its knowledge base; openai calls any OpenAI-compatible server)',
     body: { validators: [createBody], example: { name: 'Support', systemPrompt: 'Be brief.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-example' } } },
     responses: { 201: { description: 'The new agent (`apiKey` is write-only: `hasApiKey` says whether one is stored).', ...ONE_AGENT } },
-    errors: { VALIDATION_ERROR: BAD_AGENT },
+    errors: { VALIDATION_ERROR: BAD_AGENT, QUOTA_EXCEEDED: 'the company has QUOTA_AGENTS agents (100 by default)' },
   },
   {
     method: 'GET', path: '/:id', operationId: 'getAgent', tag: 'Agents', access: 'any',

@@ -4,7 +4,8 @@ import { AppError, type FieldError } from '../../lib/errors.js';
 import { MAX_PERIOD_DAYS, outcomes, REOPEN_WINDOW_DAYS } from '../analytics/outcomes.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, COUNT, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
+import { arrayOf, COUNT, DATE_OR_TIME, ID, nullable, object, TIMESTAMP, USD } from '../http/schemas.js';
+import { idFilter } from '../http/validate.js';
 
 /**
  * GET /api/analytics?from=&to=&agentId= → {"analytics":{…}}: the outcome figures of the
@@ -52,11 +53,7 @@ export function analyticsRoutes({ auth, sql, now = Date.now }: AnalyticsRouteDep
     const details: FieldError[] = [];
     const from = parseBound(q.from, 'from', details);
     const to = parseBound(q.to, 'to', details) ?? (q.to === undefined ? new Date(now()) : undefined);
-    let agentId: number | null = null;
-    if (q.agentId !== undefined) {
-      if (typeof q.agentId === 'string' && /^[1-9]\d{0,9}$/.test(q.agentId) && Number(q.agentId) <= 2_147_483_647) agentId = Number(q.agentId);
-      else details.push({ field: 'agentId', message: 'must be a positive integer' });
-    }
+    const agentId = idFilter(q, 'agentId', details) ?? null;
     if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
     const end = to!;
     const start = from ?? new Date(end.getTime() - DEFAULT_PERIOD_DAYS * DAY_MS);
@@ -99,8 +96,8 @@ export const analyticsRouteDocs: readonly RouteDoc[] = [
     method: 'GET', path: '/analytics', operationId: 'getAnalytics', tag: 'Analytics', access: 'any',
     summary: "Outcomes of the company's agents over a period, in total and per UTC day",
     params: [
-      { name: 'from', in: 'query', description: `A UTC date (2026-03-01) or an ISO 8601 timestamp with its zone; default ${DEFAULT_PERIOD_DAYS} days before \`to\`.`, schema: STRING, example: '2026-03-01' },
-      { name: 'to', in: 'query', description: 'A UTC date (its whole day included) or an ISO 8601 timestamp with its zone (excluded); default now.', schema: STRING, example: '2026-03-31' },
+      { name: 'from', in: 'query', description: `A UTC date (2026-03-01) or an ISO 8601 timestamp with its zone; default ${DEFAULT_PERIOD_DAYS} days before \`to\`.`, schema: DATE_OR_TIME, example: '2026-03-01' },
+      { name: 'to', in: 'query', description: 'A UTC date (its whole day included) or an ISO 8601 timestamp with its zone (excluded); default now.', schema: DATE_OR_TIME, example: '2026-03-31' },
       { name: 'agentId', in: 'query', description: "Only this agent's integrations and model calls.", schema: ID },
     ],
     responses: {

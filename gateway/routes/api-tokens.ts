@@ -1,11 +1,14 @@
 import { Router } from 'express';
+import type { Quotas } from '../../lib/config.js';
 import { notFound } from '../../lib/errors.js';
+import { withinQuota } from '../../lib/quotas.js';
 import { ApiTokenSchema, type ApiToken } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { newApiToken } from '../auth/opaque-tokens.js';
 import { sha256Hex } from '../../lib/secrets.js';
+import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
+import { EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 
 const createBody = bodyValidator<{ name: string }>({
@@ -22,8 +25,8 @@ const view = (t: ApiToken) => ({
   lastUsedAt: t.lastUsedAt ? t.lastUsedAt.toISOString() : null,
 });
 
-/** Company API tokens; managing them needs a session, using them does not. */
-export function apiTokenRoutes(auth: Authenticator): Router {
+/** Company API tokens; managing them needs a session, using them does not. At most `quotas.apiTokens` live at once. */
+export function apiTokenRoutes(auth: Authenticator, quotas: Pick<Quotas, 'apiTokens'>): Router {
   const router = Router();
   router.use(auth.session);
 
@@ -36,13 +39,16 @@ export function apiTokenRoutes(auth: Authenticator): Router {
       companyId, name: name.trim(), prefix, tokenHash: sha256Hex(token),
       createdBy: p.kind === 'session' ? p.userId : null, createdAt: new Date(), lastUsedAt: null, revokedAt: null,
     } as never);
-    await em.flush();
+    // Revoked tokens are kept (their rows name who moved a lead) but count no more.
+    const quota = { companyId, field: 'apiTokens', limit: quotas.apiTokens, entity: ApiTokenSchema, where: { revokedAt: null } };
+    await withinQuota(em, quota, () => em.flush());
     res.status(201).json({ apiToken: { ...view(row), token } });
   });
 
   router.get('/', async (req, res) => {
-    const rows = await req.tenant!.em.find(ApiTokenSchema, { revokedAt: null }, { orderBy: { id: 'asc' } });
-    res.json({ apiTokens: rows.map(view) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [rows, total] = await req.tenant!.em.findAndCount(ApiTokenSchema, { revokedAt: null }, { orderBy: { id: 'asc' }, ...page });
+    res.json({ apiTokens: rows.map(view), total, ...page });
   });
 
   router.delete('/:id', async (req, res) => {
@@ -70,12 +76,14 @@ export const apiTokenRouteDocs: readonly RouteDoc[] = [
         example: { apiToken: { ...EXAMPLE_TOKEN, token: 'mas_AbCdEfGhIjKlMnOpQrStUvWxYz012345' } },
       },
     },
-    errors: { VALIDATION_ERROR: 'no name' },
+    errors: { VALIDATION_ERROR: 'no name, or one over 100 characters', QUOTA_EXCEEDED: 'the company has QUOTA_API_TOKENS live tokens (50 by default); revoke one first' },
   },
   {
     method: 'GET', path: '/', operationId: 'listApiTokens', tag: 'API tokens', access: 'session',
-    summary: "The company's live API tokens (without their secrets)",
-    responses: { 200: { description: 'Every token not revoked.', schema: object({ apiTokens: arrayOf(API_TOKEN) }), example: { apiTokens: [EXAMPLE_TOKEN] } } },
+    summary: "The company's live API tokens (without their secrets), oldest first, paged",
+    params: PAGE_PARAMS,
+    responses: { 200: { description: 'A page of the tokens not revoked.', schema: pageOf('apiTokens', API_TOKEN), example: examplePage('apiTokens', EXAMPLE_TOKEN) } },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
   {
     method: 'DELETE', path: '/:id', operationId: 'revokeApiToken', tag: 'API tokens', access: 'session',

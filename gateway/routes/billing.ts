@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { formatUsd } from '../../lib/money.js';
 import type { TenantScope } from '../../lib/tenancy.js';
-import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import { BAD_PAGE, DEFAULT_LIST_LIMIT, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
 import { bodyValidator, USD_AMOUNT } from '../http/validate.js';
@@ -71,7 +71,8 @@ export function billingRoutes(auth: Authenticator): Router {
 
   router.get('/pipelines', auth.any, async (req, res) => {
     const { em } = req.tenant!;
-    const pipelines = await em.find(PipelineSchema, {}, { orderBy: { id: 'asc' } });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [pipelines, total] = await em.findAndCount(PipelineSchema, {}, { orderBy: { id: 'asc' }, ...page });
     const stages = await em.find(PipelineStageSchema, { pipelineId: { $in: pipelines.map((p) => p.id) } }, { orderBy: { position: 'asc' } });
     res.json({
       pipelines: pipelines.map((p) => ({
@@ -80,6 +81,8 @@ export function billingRoutes(auth: Authenticator): Router {
         isDefault: p.isDefault,
         stages: stages.filter((s) => s.pipelineId === p.id).map((s) => ({ id: s.id, name: s.name, position: s.position, isWon: s.isWon, isLost: s.isLost })),
       })),
+      total,
+      ...page,
     });
   });
   return router;
@@ -127,8 +130,8 @@ export const billingRouteDocs: readonly RouteDoc[] = [
     method: 'GET', path: '/billing/ledger', operationId: 'listLedger', tag: 'Billing', access: 'any',
     summary: 'The whole credit ledger, newest first, paged',
     params: PAGE_PARAMS,
-    responses: { 200: { description: 'A page of the ledger.', schema: pageOf('ledger', LEDGER_ENTRY), example: { ledger: [EXAMPLE_ENTRY], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
-    errors: { VALIDATION_ERROR: 'a bad limit or offset' },
+    responses: { 200: { description: 'A page of the ledger.', schema: pageOf('ledger', LEDGER_ENTRY), example: examplePage('ledger', EXAMPLE_ENTRY) } },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
   {
     method: 'PATCH', path: '/billing', operationId: 'setSpendCap', tag: 'Billing', access: 'any',
@@ -139,20 +142,21 @@ export const billingRouteDocs: readonly RouteDoc[] = [
   },
   {
     method: 'GET', path: '/pipelines', operationId: 'listPipelines', tag: 'Pipelines', access: 'any',
-    summary: "The company's sales pipelines and their stages",
+    summary: "The company's sales pipelines and their stages, oldest first, paged",
+    params: PAGE_PARAMS,
     responses: {
       200: {
-        description: 'Every pipeline with its stages in order.',
-        schema: object({
-          pipelines: arrayOf(
-            object(
-              { id: ID, name: STRING, isDefault: BOOLEAN, stages: arrayOf(object({ id: ID, name: STRING, position: COUNT, isWon: BOOLEAN, isLost: BOOLEAN })) },
-              { title: 'Pipeline' },
-            ),
+        description: 'A page of pipelines, each with its stages in order.',
+        schema: pageOf(
+          'pipelines',
+          object(
+            { id: ID, name: STRING, isDefault: BOOLEAN, stages: arrayOf(object({ id: ID, name: STRING, position: COUNT, isWon: BOOLEAN, isLost: BOOLEAN })) },
+            { title: 'Pipeline' },
           ),
-        }),
-        example: { pipelines: [{ id: 1, name: 'Sales', isDefault: true, stages: [{ id: 1, name: 'New lead', position: 0, isWon: false, isLost: false }] }] },
+        ),
+        example: examplePage('pipelines', { id: 1, name: 'Sales', isDefault: true, stages: [{ id: 1, name: 'New lead', position: 0, isWon: false, isLost: false }] }),
       },
     },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
 ];

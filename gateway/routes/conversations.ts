@@ -18,10 +18,11 @@ import {
 } from '../../schema/conversation-entities.js';
 import type { InboundEnvelope, OperatorCommand } from '../../schema/envelope.js';
 import type { Authenticator } from '../auth/authenticate.js';
+import type { EventStream, EventStreams } from '../http/event-streams.js';
 import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
-import { arrayOf, BIG_ID, CONVERSATION, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, SOURCE, STATE_VALUE, STRING, TIMESTAMP } from '../http/schemas.js';
-import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
+import { arrayOf, BIG_ID, CONVERSATION, DATE_OR_TIME, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, SOURCE, STATE_VALUE, STRING, TIMESTAMP } from '../http/schemas.js';
+import { bodyValidator, idFilter, idParam, idPathParam } from '../http/validate.js';
 
 /**
  * The operator API over conversations. The gateway never touches a machine: operator
@@ -35,14 +36,13 @@ export interface ConversationRouteDeps {
   config: Config;
   nc: NatsConnection;
   logger: Logger;
+  /** The process's event streams (per-company limit, ended with their credential). */
+  streams: EventStreams;
   /** How long an operator command waits for the worker (then 503 QUEUE_UNAVAILABLE). */
   applyTimeoutMs?: number;
-  /** SSE heartbeat comment interval. */
-  heartbeatMs?: number;
 }
 
 const DEFAULT_APPLY_TIMEOUT_MS = 10_000;
-const DEFAULT_HEARTBEAT_MS = 15_000;
 const DAY_MS = 86_400_000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 /** A date-time with its zone: 2026-03-01T10:00:00Z, 2026-03-01T10:00:00.000+01:00. */
@@ -94,11 +94,10 @@ async function load(tenant: TenantScope, rawId: unknown): Promise<Conversation> 
 }
 
 export function conversationRoutes(deps: ConversationRouteDeps): Router {
-  const { auth, config, nc, logger } = deps;
+  const { auth, config, nc, logger, streams } = deps;
   const names = streamNames(config.natsPrefix);
   const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs });
   const applyTimeoutMs = deps.applyTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
-  const heartbeatMs = deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const router = Router();
 
   router.get('/machines/conversation', auth.any, (_req, res) => {
@@ -108,7 +107,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
   /** Most recently updated first; `status`, `integrationId`, `clientId`, `from` / `to` (start time) filter; paged. */
   router.get('/conversations', auth.any, async (req, res) => {
     const where: Record<string, unknown> = {};
-    const { status, integrationId, clientId, from, to } = req.query;
+    const { status, clientId, from, to } = req.query;
     const details: { field: string; message: string }[] = [];
     let page;
     try {
@@ -120,10 +119,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
       if (typeof status !== 'string' || !['active', 'paused', 'closed'].includes(status)) details.push({ field: 'status', message: 'must be one of active, paused, closed' });
       else where.status = status;
     }
-    if (integrationId !== undefined) {
-      if (typeof integrationId !== 'string' || !/^[1-9]\d{0,9}$/.test(integrationId)) details.push({ field: 'integrationId', message: 'must be a positive integer' });
-      else where.integrationId = Number(integrationId);
-    }
+    const integration = idFilter(req.query as Record<string, unknown>, 'integrationId', details);
+    if (integration !== undefined) where.integrationId = integration;
     if (clientId !== undefined) {
       if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) details.push({ field: 'clientId', message: 'must be a customer id of 1 to 200 characters' });
       else where.clientId = clientId;
@@ -234,38 +231,34 @@ export function conversationRoutes(deps: ConversationRouteDeps): Router {
     await command(req, res, { action: 'reply', text: body.text, by: req.principal?.kind === 'session' ? req.principal.userId : null });
   });
 
-  /** Server-Sent Events: every committed transition / message of the conversation, live. */
+  /**
+   * Server-Sent Events: every committed transition / message of the conversation, live, for
+   * as long as the credential that opened it is good (gateway/http/event-streams.ts).
+   */
   router.get('/conversations/:id/inspect', auth.any, async (req, res) => {
     const tenant = req.tenant!;
     const conv = await load(tenant, req.params.id);
+    // Subscribed before the first event is written: nothing committed in between is missed.
     const sub = nc.subscribe(names.conversationEvents(tenant.companyId, conv.id));
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.flushHeaders();
-    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    res.write('retry: 3000\n\n');
-    send('conversation', { conversation: toView(conv) });
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatMs);
-    const stop = () => {
-      clearInterval(heartbeat);
+    let stream: EventStream;
+    try {
+      stream = streams.open(req, res);
+    } catch (err) {
       sub.unsubscribe();
-    };
-    req.on('close', stop);
-    res.on('close', stop);
+      throw err;
+    }
+    stream.signal.addEventListener('abort', () => sub.unsubscribe(), { once: true });
+    stream.send('conversation', { conversation: toView(conv) });
     for await (const m of sub) {
       try {
         const notice = m.json<ConversationNotice>();
         if (notice.type === 'applied') continue;
-        send(notice.type, notice);
+        stream.send(notice.type, notice);
       } catch {
         /* skip malformed */
       }
     }
-    if (!res.writableEnded) res.end();
+    stream.end();
   });
 
   return router;
@@ -308,8 +301,8 @@ const LIST_FILTERS: readonly ParamDoc[] = [
   { name: 'status', in: 'query', description: 'Only conversations in this status.', schema: { type: 'string', enum: ['active', 'paused', 'closed'] } },
   { name: 'integrationId', in: 'query', description: 'Only conversations of this integration.', schema: ID },
   { name: 'clientId', in: 'query', description: 'Only conversations of this customer (helpdesk client_id or webchat visitor id).', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-  { name: 'from', in: 'query', description: 'Started at or after: a date (2026-03-01, UTC) or an ISO 8601 date-time with its zone.', schema: STRING, example: '2026-03-01' },
-  { name: 'to', in: 'query', description: 'Started at or before: a date (its whole UTC day) or an ISO 8601 date-time with its zone.', schema: STRING, example: '2026-03-31' },
+  { name: 'from', in: 'query', description: 'Started at or after: a date (2026-03-01, UTC) or an ISO 8601 date-time with its zone.', schema: DATE_OR_TIME, example: '2026-03-01' },
+  { name: 'to', in: 'query', description: 'Started at or before: a date (its whole UTC day) or an ISO 8601 date-time with its zone.', schema: DATE_OR_TIME, example: '2026-03-31' },
 ];
 const QUEUE = 'no worker applied the command within 10 s, or NATS could not take it';
 
@@ -373,16 +366,20 @@ export const conversationRouteDocs: readonly RouteDoc[] = [
   {
     method: 'GET', path: '/conversations/:id/inspect', operationId: 'inspectConversation', tag: 'Conversations', access: 'any',
     summary: 'Server-Sent Events: the conversation, then every committed transition and message, live',
-    description: 'Events: `conversation` `{"conversation":{…}}` first, then `transition` `{"type","conversationId","transition","conversation"}` and `message` `{"type","conversationId","message"}`; a `: heartbeat` comment every 15 s.',
+    description: [
+      'Events: `conversation` `{"conversation":{…}}` first, then `transition` `{"type","conversationId","transition","conversation"}` and `message` `{"type","conversationId","message"}`; a `: heartbeat` comment every 15 s.',
+      'The stream lasts as long as its credential: within 5 s of the API token being revoked, the session logged out, its user removed, or the access token expiring, a last event `end` `{"reason":"credential_revoked"|"credential_expired"}` comes and the stream closes (come back with a good token).',
+      'At most SSE_MAX_PER_COMPANY (50) streams per company are open per gateway process.',
+    ].join(' '),
     params: [CONVERSATION_ID],
     responses: {
       200: {
-        description: 'An endless event stream.',
+        description: 'An event stream, open while its credential is good.',
         type: 'text/event-stream',
         schema: STRING,
         example: 'retry: 3000\n\nevent: conversation\ndata: {"conversation":{"id":1,"status":"active"}}\n\n',
       },
     },
-    errors: { NOT_FOUND: 'no such conversation' },
+    errors: { NOT_FOUND: 'no such conversation', RATE_LIMITED: 'the company already has SSE_MAX_PER_COMPANY (50) streams open on this gateway; with Retry-After' },
   },
 ];

@@ -10,6 +10,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { AgentEvaluationSchema, AgentSchema, type AgentEvaluation } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
+import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
@@ -17,13 +18,12 @@ import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 /**
  * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…]}]}` runs the agent's
  * answer path on each question (lib/agents/evaluate.ts; nothing is sent to anyone, no
- * conversation is touched) and keeps the result; `GET /api/agents/:id/evaluations` lists the
- * latest ones.
+ * conversation is touched) and keeps the result; `GET /api/agents/:id/evaluations` pages
+ * through them, newest first.
  */
 export const MAX_CASES = 50;
 /** Cases answered at once (a model agent's calls run in parallel up to this). */
 const CONCURRENCY = 4;
-const LIST_LIMIT = 20;
 
 const body = bodyValidator<{ cases: EvaluationCase[] }>({
   type: 'object',
@@ -101,8 +101,9 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): Router {
   router.get('/:id/evaluations', async (req, res) => {
     const tenant = req.tenant!;
     const agent = await loadAgent(req, req.params.id);
-    const rows = await tenant.em.find(AgentEvaluationSchema, { agentId: agent.id }, { orderBy: { id: 'desc' }, limit: LIST_LIMIT });
-    res.json({ evaluations: rows.map(evaluationView) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [rows, total] = await tenant.em.findAndCount(AgentEvaluationSchema, { agentId: agent.id }, { orderBy: { id: 'desc' }, ...page });
+    res.json({ evaluations: rows.map(evaluationView), total, ...page });
   });
 
   return router;
@@ -150,9 +151,9 @@ export const evaluationRouteDocs: readonly RouteDoc[] = [
   },
   {
     method: 'GET', path: '/:id/evaluations', operationId: 'listEvaluations', tag: 'Agents', access: 'any',
-    summary: `The agent's latest ${LIST_LIMIT} evaluations, newest first`,
-    params: [AGENT_ID],
-    responses: { 200: { description: 'The evaluations.', schema: object({ evaluations: arrayOf(EVALUATION) }), example: { evaluations: [EXAMPLE_EVALUATION] } } },
-    errors: { NOT_FOUND: 'no such agent' },
+    summary: "The agent's evaluations, newest first, paged",
+    params: [AGENT_ID, ...PAGE_PARAMS],
+    responses: { 200: { description: 'A page of evaluations.', schema: pageOf('evaluations', EVALUATION), example: examplePage('evaluations', EXAMPLE_EVALUATION) } },
+    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_PAGE },
   },
 ];

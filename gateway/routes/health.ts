@@ -10,8 +10,10 @@ import type { RouteDoc } from '../http/route-docs.js';
 import { COUNT, nullable, object, STRING } from '../http/schemas.js';
 
 /**
- * `/healthz` and `/readyz` are open (load balancers, orchestrators). `/metrics` is open too
- * unless METRICS_TOKEN is set; then it takes `Authorization: Bearer <METRICS_TOKEN>`.
+ * `/healthz` and `/readyz` are open (load balancers, orchestrators), and say no more than
+ * whether the process is alive and ready. `/metrics` is open too unless METRICS_TOKEN is
+ * set; then it takes `Authorization: Bearer <METRICS_TOKEN>`, which is also what shows
+ * /readyz's details (stream names, replicas, leaders: nothing for the open internet).
  */
 export interface HealthDeps {
   orm: Orm;
@@ -28,20 +30,22 @@ const REPLICA_REPORT_MS = 2000;
 
 export function healthRoutes(deps: HealthDeps): Router {
   const mayReadMetrics = metricsAccess(deps.metricsToken);
+  // Unset, METRICS_TOKEN opens /metrics to anyone; the details of /readyz stay closed then.
+  const maySeeDetails = deps.metricsToken === undefined ? () => false : mayReadMetrics;
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
   /**
-   * Ready when PostgreSQL and NATS answer. The detail also says how the streams are
-   * replicated (`natsReplicas`: expected NATS_REPLICAS, per stream replicas configured and
-   * current, and the leader): a stream with fewer current replicas than NATS_REPLICAS is
-   * `degraded` (it still works; one more node lost may stop it), not unready.
+   * Ready when PostgreSQL and NATS answer. With the metrics token, the detail also says how
+   * the streams are replicated (`natsReplicas`: expected NATS_REPLICAS, per stream replicas
+   * configured and current, and the leader): a stream with fewer current replicas than
+   * NATS_REPLICAS is `degraded` (it still works; one more node lost may stop it), not unready.
    */
-  router.get('/readyz', async (_req, res) => {
+  router.get('/readyz', async (req, res) => {
     const [postgres, nats] = await Promise.all([pingDatabase(deps.orm), pingNats(deps.nc)]);
     const checks: Record<string, unknown> = { postgres: postgres ? 'ok' : 'unreachable', nats: nats ? 'ok' : 'unreachable' };
-    if (nats) {
+    if (nats && maySeeDetails(req.headers.authorization)) {
       const report = await withinDeadline(replicaReport(deps.nc, deps.names, deps.natsReplicas), REPLICA_REPORT_MS).catch(() => null);
       checks.natsReplicas = report ? { status: report.ok ? 'ok' : 'degraded', expected: report.expected, streams: report.streams } : { status: 'unknown', expected: deps.natsReplicas };
     }
@@ -86,13 +90,14 @@ export const healthRouteDocs: readonly RouteDoc[] = [
   },
   {
     method: 'GET', path: '/readyz', operationId: 'readyz', tag: 'Health', access: 'public',
-    summary: 'PostgreSQL and NATS answer (and how the streams are replicated)',
+    summary: 'PostgreSQL and NATS answer (and, for the metrics token, how the streams are replicated)',
+    description: '`checks.natsReplicas` only with `Authorization: Bearer <METRICS_TOKEN>` (METRICS_TOKEN set); without it the answer says no more than whether each dependency answers.',
     responses: {
       200: { description: 'Ready; `natsReplicas.status` `degraded` means a stream has fewer current replicas than NATS_REPLICAS.', schema: object({ ok: { const: true }, checks: CHECKS }), example: { ok: true, checks: EXAMPLE_CHECKS } },
       503: {
         description: 'Not ready: `NOT_READY` naming what is unreachable.',
         schema: object({ ok: { const: false }, checks: CHECKS, error: object({ code: { const: 'NOT_READY' }, message: STRING }) }),
-        example: { ok: false, checks: { postgres: 'unreachable', nats: 'ok', natsReplicas: { status: 'ok', expected: 1 } }, error: { code: 'NOT_READY', message: 'PostgreSQL not reachable.' } },
+        example: { ok: false, checks: { postgres: 'unreachable', nats: 'ok' }, error: { code: 'NOT_READY', message: 'PostgreSQL not reachable.' } },
       },
     },
   },

@@ -7,8 +7,10 @@ import { guardForUrl } from '../../lib/address-guard.js';
 import { HelpdeskClient } from '../../lib/helpdesk-client.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
+import { withinQuota } from '../../lib/quotas.js';
 import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
+import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
@@ -170,8 +172,9 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
   };
 
   router.get('/', async (req, res) => {
-    const rows = await req.tenant!.em.find(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'] });
-    res.json({ integrations: await views(req.tenant!, rows) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [rows, total] = await req.tenant!.em.findAndCount(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'], ...page });
+    res.json({ integrations: await views(req.tenant!, rows), total, ...page });
   });
 
   router.post('/', async (req, res) => {
@@ -204,7 +207,8 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
       createdAt: at,
       updatedAt: at,
     } as never);
-    await tenant.em.flush();
+    const quota = { companyId: tenant.companyId, field: 'integrations', limit: config.quotas.integrations, entity: IntegrationSchema };
+    await withinQuota(tenant.em, quota, () => tenant.em.flush());
     cache.announce(integration.id);
     res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
   });
@@ -369,8 +373,10 @@ const NO_INTEGRATION = 'no such integration';
 export const integrationRouteDocs: readonly RouteDoc[] = [
   {
     method: 'GET', path: '/', operationId: 'listIntegrations', tag: 'Integrations', access: 'any',
-    summary: "The company's integrations (never their secrets or tokens)",
-    responses: { 200: { description: 'Every integration, oldest first, with how its webhooks fare.', schema: object({ integrations: arrayOf(INTEGRATION) }), example: { integrations: [EXAMPLE_INTEGRATION] } } },
+    summary: "The company's integrations (never their secrets or tokens), oldest first, paged",
+    params: PAGE_PARAMS,
+    responses: { 200: { description: 'A page of integrations, with how their webhooks fare.', schema: pageOf('integrations', INTEGRATION), example: examplePage('integrations', EXAMPLE_INTEGRATION) } },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
   {
     method: 'POST', path: '/', operationId: 'createIntegration', tag: 'Integrations', access: 'any',
@@ -378,7 +384,7 @@ export const integrationRouteDocs: readonly RouteDoc[] = [
     description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
     body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
     responses: { 201: { description: 'The new integration with its `webhookSecret`.', ...ONE_WITH_SECRET } },
-    errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
+    errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED, QUOTA_EXCEEDED: 'the company has QUOTA_INTEGRATIONS integrations (100 by default)' },
   },
   {
     method: 'GET', path: '/:id', operationId: 'getIntegration', tag: 'Integrations', access: 'any',

@@ -2,21 +2,23 @@ import express, { Router, type Request, type RequestHandler } from 'express';
 import type { Config } from '../../lib/config.js';
 import { query, type SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
-import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../../lib/knowledge/search.js';
-import { embeddingModelOf, searchKnowledge, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, MAX_SYNONYM_LENGTH, MAX_SYNONYMS_PER_GROUP } from '../../lib/knowledge/search.js';
+import { loadBaseInfo, searchKnowledge } from '../../lib/knowledge/retrieve.js';
 import { indexSynonyms, removeChunks, type Exec } from '../../lib/knowledge/store.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
+import { holdQuota, quotaExceeded, withinQuota, type QuotaCheck } from '../../lib/quotas.js';
+import { PerKeyLimit } from '../../lib/per-key-limit.js';
 import { storable } from '../../lib/text.js';
 import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type DocumentSource, type DocumentStatus, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import { BAD_PAGE, DEFAULT_LIST_LIMIT, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
-import { ExtractionError, extractDocument, formatOf, type DocumentFormat } from '../knowledge/extract.js';
+import { formatOf, type DocumentFormat } from '../knowledge/extract.js';
 import type { KnowledgeIngestor } from '../knowledge/ingestor.js';
 import { readUpload, UPLOAD_FORM_SCHEMA } from '../knowledge/upload.js';
 
@@ -25,15 +27,23 @@ export const MAX_DOCUMENT_BYTES = 1_000_000;
 /** An uploaded file may be up to this many bytes. */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 export const MAX_QUERY_LENGTH = 1000;
-/** Documents up to this size are indexed before the answer (201 `ready`), unless the base embeds; larger ones in the background. */
-export const INLINE_MAX_BYTES = 256 * 1024;
+/** A search refused because the company has SEARCH_MAX_PER_COMPANY running may be tried again after this long. */
+export const SEARCH_RETRY_AFTER_SECONDS = 1;
 
 /**
  * The API-wide JSON limit is 1 MB; a document of up to MAX_DOCUMENT_BYTES plus its JSON
- * escaping (newlines, quotes) needs a little more. gateway/app.ts mounts this on
- * /api/knowledge-bases ahead of the API-wide parser, which then skips the parsed body.
+ * escaping (newlines, quotes) needs a little more, and a base's synonyms as many groups as
+ * its quota allows of the longest terms (2 bytes a character: Latin and Cyrillic text; 4.9 MB
+ * for the default 2000 groups). gateway/app.ts mounts this on /api/knowledge-bases ahead of
+ * the API-wide parser, which then skips the parsed body.
  */
-export const knowledgeBodyParser: RequestHandler = express.json({ limit: '2mb', type: ['application/json', 'application/*+json'] });
+export function knowledgeBodyParser(config: Pick<Config, 'quotas'>): RequestHandler {
+  const json = ['application/json', 'application/*+json'];
+  const documents = express.json({ limit: '2mb', type: json });
+  const synonymBytes = config.quotas.synonymGroupsPerBase * MAX_SYNONYMS_PER_GROUP * (2 * MAX_SYNONYM_LENGTH + 3);
+  const bases = express.json({ limit: Math.max(2 * 1024 * 1024, synonymBytes + 64 * 1024), type: json });
+  return (req, res, next) => (/^\/[^/]+\/?$|^\/?$/.test(req.path) ? bases : documents)(req, res, next);
+}
 
 const nameProperty = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' };
 const embeddingProperty = {
@@ -47,13 +57,11 @@ const embeddingProperty = {
   },
 };
 const languageProperty = { type: 'string', minLength: 1, maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_.]*$' };
-export const MAX_SYNONYM_GROUPS = 500;
-export const MAX_SYNONYMS_PER_GROUP = 20;
+/** How many groups a base holds is its company's quota (QUOTA_SYNONYM_GROUPS_PER_BASE, 403 past it); a group's size and its terms' length are refused with 400. */
 const synonymsProperty = {
   type: 'array',
-  maxItems: MAX_SYNONYM_GROUPS,
-  description: "The base's own synonym groups, beside the built-in ones: in each, words or short phrases a customer may use for the same thing. Replaces the groups before.",
-  items: { type: 'array', minItems: 2, maxItems: MAX_SYNONYMS_PER_GROUP, items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' } },
+  description: `The base's own synonym groups, beside the built-in ones: in each, ${MAX_SYNONYMS_PER_GROUP} words or short phrases at most (of up to ${MAX_SYNONYM_LENGTH} characters) a customer may use for the same thing. Replaces the groups before. At most QUOTA_SYNONYM_GROUPS_PER_BASE groups (2000 by default).`,
+  items: { type: 'array', minItems: 2, maxItems: MAX_SYNONYMS_PER_GROUP, items: { type: 'string', minLength: 1, maxLength: MAX_SYNONYM_LENGTH, pattern: '\\S' } },
 };
 
 interface EmbeddingInput {
@@ -83,10 +91,10 @@ const textDocumentBody = bodyValidator<{ title: string; content: string; format?
   required: ['title', 'content'],
   properties: {
     title: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
-    content: { type: 'string', minLength: 1, maxLength: MAX_DOCUMENT_BYTES, pattern: '\\S' },
+    content: { type: 'string', minLength: 1, maxLength: MAX_DOCUMENT_BYTES, pattern: '\\S', description: 'U+0000 and unpaired surrogates are removed (any other string holding one is refused).' },
     format: { type: 'string', enum: ['text', 'markdown', 'html'] },
   },
-});
+}, { cleaned: ['content'] });
 const urlDocumentBody = bodyValidator<{ url: string; title?: string }>({
   title: 'PageDocument',
   type: 'object',
@@ -111,9 +119,15 @@ export const knowledgeBaseView = (kb: KnowledgeBase) => ({
   updatedAt: kb.updatedAt.toISOString(),
 });
 
-/** Groups as stored: entries trimmed, repeats in a group dropped (a group left with one entry means nothing). */
-const synonymGroups = (groups: string[][]): string[][] =>
-  groups.map((g) => [...new Set(g.map((e) => e.trim().replace(/\s+/g, ' ')))]).filter((g) => g.length >= 2);
+/**
+ * Groups as stored: entries trimmed, repeats in a group dropped (a group left with one entry
+ * means nothing); more than the company's quota of groups per base is refused.
+ */
+function synonymGroups(groups: string[][], limit: number): string[][] {
+  const stored = groups.map((g) => [...new Set(g.map((e) => e.trim().replace(/\s+/g, ' ')))]).filter((g) => g.length >= 2);
+  if (stored.length > limit) throw quotaExceeded('synonyms', limit);
+  return stored;
+}
 
 export const documentView = (d: KnowledgeDocument) => ({
   id: d.id,
@@ -197,15 +211,16 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     return changed;
   }
 
-  /** Writes the base's row and, when its synonyms or its language changed, their index, in one transaction. */
-  async function saveBase(tenant: TenantScope, kb: KnowledgeBase, indexTheSynonyms: boolean): Promise<void> {
-    if (!indexTheSynonyms) return tenant.em.flush();
+  /** Writes the base's row and, when its synonyms or its language changed, their index, in one transaction (a new base: within its quota). */
+  async function saveBase(tenant: TenantScope, kb: KnowledgeBase, indexTheSynonyms: boolean, quota?: QuotaCheck<KnowledgeBase>): Promise<void> {
+    if (!indexTheSynonyms && !quota) return tenant.em.flush();
     // begin/commit on the request's own manager: a new base is in its unit of work, not in a fork's.
     const em = tenant.em;
     await em.begin();
     try {
+      if (quota) await holdQuota(em, quota);
       await em.flush();
-      await indexSynonyms((s, p) => em.execute(s, p as unknown[]), { companyId: tenant.companyId, knowledgeBaseId: kb.id });
+      if (indexTheSynonyms) await indexSynonyms((s, p) => em.execute(s, p as unknown[]), { companyId: tenant.companyId, knowledgeBaseId: kb.id });
       await em.commit();
     } catch (err) {
       await em.rollback();
@@ -222,7 +237,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
        where knowledge_base_id = $1 and company_id = $2 and content is not null returning id`,
       [kb.id, tenant.companyId],
     );
-    for (const r of rows) ingestor.enqueue(r.id);
+    for (const r of rows) ingestor.enqueue(r.id, tenant.companyId);
   }
 
   /**
@@ -256,8 +271,9 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
   }
 
   router.get('/', async (req, res) => {
-    const bases = await req.tenant!.em.find(KnowledgeBaseSchema, {}, { orderBy: { id: 'asc' }, populate: ['embeddingApiKeySealed'] });
-    res.json({ knowledgeBases: bases.map(knowledgeBaseView) });
+    const page = pageParams(req.query as Record<string, unknown>);
+    const [bases, total] = await req.tenant!.em.findAndCount(KnowledgeBaseSchema, {}, { orderBy: { id: 'asc' }, populate: ['embeddingApiKeySealed'], ...page });
+    res.json({ knowledgeBases: bases.map(knowledgeBaseView), total, ...page });
   });
 
   router.post('/', async (req, res) => {
@@ -267,10 +283,11 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     const now = new Date();
     const kb = tenant.em.create(KnowledgeBaseSchema, {
       companyId: tenant.companyId, name: body.name.trim(), language: body.language ?? 'simple', embeddingBaseUrl: null, embeddingModel: null,
-      embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', synonyms: synonymGroups(body.synonyms ?? []), createdAt: now, updatedAt: now,
+      embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', synonyms: synonymGroups(body.synonyms ?? [], config.quotas.synonymGroupsPerBase), createdAt: now, updatedAt: now,
     });
     await applyEmbedding(kb, body.embedding);
-    await saveBase(tenant, kb, kb.synonyms.length > 0);
+    const quota = { companyId: tenant.companyId, field: 'knowledgeBases', limit: config.quotas.knowledgeBases, entity: KnowledgeBaseSchema };
+    await saveBase(tenant, kb, kb.synonyms.length > 0, quota);
     res.status(201).json({ knowledgeBase: knowledgeBaseView(kb) });
   });
 
@@ -292,7 +309,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
       synonymsChanged = kb.synonyms.length > 0;
     }
     if (body.synonyms !== undefined) {
-      kb.synonyms = synonymGroups(body.synonyms);
+      kb.synonyms = synonymGroups(body.synonyms, config.quotas.synonymGroupsPerBase);
       synonymsChanged = true;
     }
     kb.updatedAt = new Date();
@@ -308,23 +325,22 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     res.status(204).end();
   });
 
-  /** The new document (its lease already held when it is indexed now), then indexed now or queued. */
-  async function addDocument(
-    req: Request,
-    kb: KnowledgeBase,
-    d: { title: string; source: DocumentSource; content: string | null; format: string; raw: Buffer | null; inline: boolean },
-  ): Promise<KnowledgeDocument> {
+  /**
+   * The new document, `processing`, queued for the ingestor (gateway/knowledge/ingestor.ts),
+   * within the base's quota of documents. Nothing of its content is read here: every
+   * document, whatever it holds, is read in a worker thread, so the answer comes at once.
+   */
+  async function addDocument(req: Request, kb: KnowledgeBase, d: { title: string; source: DocumentSource; raw: Buffer | null }): Promise<KnowledgeDocument> {
     const tenant = req.tenant!;
-    const inline = d.inline && kb.embeddingBaseUrl === null;
-    const [row] = await query<{ id: number }>(
-      sql,
-      'kb_document_insert',
-      `insert into knowledge_documents (company_id, knowledge_base_id, title, content, format, source, status, progress, raw, attempts, lease_until)
-       values ($1, $2, $3, $4, $5, $6::jsonb, 'processing', 0, $7, $8, case when $8 > 0 then now() + interval '1 minute' end) returning id`,
-      [tenant.companyId, kb.id, d.title, d.content, d.format, JSON.stringify(d.source), d.raw, inline ? 1 : 0],
+    const quota = { companyId: tenant.companyId, field: 'documents', limit: config.quotas.documentsPerBase, entity: KnowledgeDocumentSchema, where: { knowledgeBaseId: kb.id } };
+    const [row] = await withinQuota(tenant.em, quota, () =>
+      tenant.em.execute<{ id: number }[]>(
+        `insert into knowledge_documents (company_id, knowledge_base_id, title, content, format, source, status, progress, raw, attempts, lease_until)
+         values (?, ?, ?, null, ?, ?::jsonb, 'processing', 0, ?, 0, null) returning id`,
+        [tenant.companyId, kb.id, d.title, d.source.type === 'url' ? 'markdown' : d.source.type, JSON.stringify(d.source), d.raw],
+      ),
     );
-    if (inline) await ingestor.processNow(row!.id);
-    else ingestor.enqueue(row!.id);
+    ingestor.enqueue(row!.id, tenant.companyId);
     const doc = await tenant.em.fork().findOne(KnowledgeDocumentSchema, { id: row!.id });
     if (!doc) throw notFound('Document');
     return doc;
@@ -341,38 +357,19 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
       const format = formatOf(upload.filename, null) ?? (upload.bytes.subarray(0, 5).toString('latin1') === '%PDF-' ? 'pdf' : null);
       if (!format) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported file type${/\.[^.]+$/.test(upload.filename) ? ` ${/\.[^.]+$/.exec(upload.filename)![0]}` : ''}: upload a .txt, .md, .html or .pdf file.`);
       const title = storable(upload.title ?? upload.filename.replace(/\.[^.]+$/, '').trim());
-      doc = await addDocument(req, kb, {
-        title: title || 'Untitled',
-        source: { type: format, filename: storable(upload.filename), bytes: upload.bytes.length },
-        content: null,
-        format,
-        raw: upload.bytes,
-        inline: upload.bytes.length <= INLINE_MAX_BYTES,
-      });
+      doc = await addDocument(req, kb, { title: title || 'Untitled', source: { type: format, filename: storable(upload.filename), bytes: upload.bytes.length }, raw: upload.bytes });
     } else if (req.body && typeof req.body === 'object' && 'url' in req.body) {
       const body = urlDocumentBody(req.body);
       await assertTenantUrl(config, 'url', body.url);
-      doc = await addDocument(req, kb, { title: body.title?.trim() ?? body.url, source: { type: 'url', url: body.url }, content: null, format: 'markdown', raw: null, inline: false });
+      doc = await addDocument(req, kb, { title: body.title?.trim() ?? body.url, source: { type: 'url', url: body.url }, raw: null });
     } else {
       if (!req.is('application/json') && !req.is('application/*+json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send JSON {title, content} or {url}, or multipart/form-data with a file.');
       const body = textDocumentBody(req.body);
-      if (Buffer.byteLength(body.content, 'utf8') > MAX_DOCUMENT_BYTES) throw invalid('content', `must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`);
+      const raw = Buffer.from(body.content, 'utf8');
+      if (raw.length > MAX_DOCUMENT_BYTES) throw invalid('content', `must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`);
+      // Stored as sent, read like an upload of its format: a text without anything to index fails in the background.
       const format: DocumentFormat = body.format ?? 'markdown';
-      let extracted;
-      try {
-        extracted = await extractDocument({ format, text: body.content });
-      } catch (err) {
-        if (err instanceof ExtractionError) throw invalid('content', err.message);
-        throw err;
-      }
-      doc = await addDocument(req, kb, {
-        title: body.title.trim(),
-        source: { type: format, bytes: Buffer.byteLength(body.content, 'utf8') },
-        content: extracted.content,
-        format: extracted.contentFormat,
-        raw: null,
-        inline: Buffer.byteLength(body.content, 'utf8') <= INLINE_MAX_BYTES,
-      });
+      doc = await addDocument(req, kb, { title: body.title.trim(), source: { type: format, bytes: raw.length }, raw });
     }
     res.status(201).json({ document: documentView(doc) });
   });
@@ -400,7 +397,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     await requeueFailed(tenant, kb, documentId);
     const doc = await tenant.em.fork().findOne(KnowledgeDocumentSchema, { id: documentId });
     // Queued after the view is read, so the answer shows the retry's start, not a run already under way.
-    ingestor.enqueue(documentId);
+    ingestor.enqueue(documentId, tenant.companyId);
     if (!doc) throw notFound('Document');
     res.json({ document: documentView(doc) });
   });
@@ -436,23 +433,28 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     res.status(204).end();
   });
 
+  /**
+   * A company's searches at once, in this process (SEARCH_MAX_PER_COMPANY): one more is refused
+   * at once (429, Retry-After) rather than queued. A search takes milliseconds, so only a script
+   * meets the limit, and a queue would only hold its requests in memory longer.
+   */
+  const searches = new PerKeyLimit(config.searchMaxPerCompany);
   router.get('/:id/search', async (req, res) => {
     const tenant = req.tenant!;
-    const kb = await loadBase(tenant, req.params.id);
-    const { q, limit } = searchParams(req.query as Record<string, unknown>);
-    const results = await searchKnowledge({ sql, vectors: deps.vectors, logger: deps.logger }, baseInfo(kb), q, { limit });
-    res.json({ results: results.map((r) => ({ documentId: r.documentId, chunkId: r.chunkId, title: r.title, heading: r.heading, snippet: r.snippet, score: r.score, relevance: r.relevance, matchedBy: r.matchedBy })) });
-  });
-
-  function baseInfo(kb: KnowledgeBase): KnowledgeBaseInfo {
-    let embedding = null;
-    try {
-      embedding = embeddingModelOf({ embedding_base_url: kb.embeddingBaseUrl, embedding_model: kb.embeddingModel, embedding_api_key_sealed: kb.embeddingApiKeySealed }, secrets, config);
-    } catch (err) {
-      deps.logger.warn({ err, knowledgeBaseId: kb.id }, 'knowledge: the embedding API key cannot be opened; searching without vectors');
+    const release = searches.take(tenant.companyId);
+    if (!release) {
+      throw new AppError('RATE_LIMITED', `This company already has ${searches.max} searches running; retry in a moment.`, { headers: { 'Retry-After': String(SEARCH_RETRY_AFTER_SECONDS) } });
     }
-    return { id: kb.id, companyId: kb.companyId, language: kb.language, contentVersion: String(kb.contentVersion), embedding };
-  }
+    try {
+      const base = await loadBaseInfo(sql, secrets, config, tenant.companyId, idParam(req.params.id, 'Knowledge base'), deps.logger);
+      if (!base) throw notFound('Knowledge base');
+      const { q, limit } = searchParams(req.query as Record<string, unknown>);
+      const results = await searchKnowledge({ sql, vectors: deps.vectors, logger: deps.logger }, base, q, { limit });
+      res.json({ results: results.map((r) => ({ documentId: r.documentId, chunkId: r.chunkId, title: r.title, heading: r.heading, snippet: r.snippet, score: r.score, relevance: r.relevance, matchedBy: r.matchedBy })) });
+    } finally {
+      release();
+    }
+  });
 
   return router;
 }
@@ -507,20 +509,23 @@ const BASE_ID = idPathParam('knowledge base');
 const DOCUMENT_ID = idPathParam('document', 'docId');
 const NO_BASE = 'no such knowledge base';
 const NO_DOCUMENT = 'no such knowledge base or document';
-const BAD_BASE = 'a bad field, a language the database does not have, an embedding baseUrl at a private address, or a new embedding baseUrl without its apiKey';
+const BAD_BASE = `a bad field (a synonym group of more than ${MAX_SYNONYMS_PER_GROUP} terms, a term over ${MAX_SYNONYM_LENGTH} characters), a language the database does not have, an embedding baseUrl at a private address, or a new embedding baseUrl without its apiKey`;
+const TOO_MANY_SYNONYMS = 'more synonym groups than QUOTA_SYNONYM_GROUPS_PER_BASE (2000 by default; `details: [{field: "synonyms", message: "limit N"}]`)';
 
 export const knowledgeRouteDocs: readonly RouteDoc[] = [
   {
     method: 'GET', path: '/', operationId: 'listKnowledgeBases', tag: 'Knowledge', access: 'any',
-    summary: "The company's knowledge bases",
-    responses: { 200: { description: 'Every knowledge base, oldest first.', schema: object({ knowledgeBases: arrayOf(KNOWLEDGE_BASE) }), example: { knowledgeBases: [EXAMPLE_BASE] } } },
+    summary: "The company's knowledge bases, oldest first, paged",
+    params: PAGE_PARAMS,
+    responses: { 200: { description: 'A page of knowledge bases.', schema: pageOf('knowledgeBases', KNOWLEDGE_BASE), example: examplePage('knowledgeBases', EXAMPLE_BASE) } },
+    errors: { VALIDATION_ERROR: BAD_PAGE },
   },
   {
     method: 'POST', path: '/', operationId: 'createKnowledgeBase', tag: 'Knowledge', access: 'any',
     summary: 'Create a knowledge base (its search language; optionally an OpenAI-compatible embedding model)',
     body: { validators: [createBaseBody], example: { name: 'Help centre', language: 'english' } },
     responses: { 201: { description: 'The new knowledge base.', ...ONE_BASE } },
-    errors: { VALIDATION_ERROR: BAD_BASE },
+    errors: { VALIDATION_ERROR: BAD_BASE, QUOTA_EXCEEDED: `the company has QUOTA_KNOWLEDGE_BASES knowledge bases (100 by default), or ${TOO_MANY_SYNONYMS}` },
   },
   {
     method: 'GET', path: '/:id', operationId: 'getKnowledgeBase', tag: 'Knowledge', access: 'any',
@@ -535,7 +540,7 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
     params: [BASE_ID],
     body: { validators: [patchBaseBody], example: { name: 'Help centre (EN)', synonyms: [['esim', 'embedded sim', 'digital sim']] } },
     responses: { 200: { description: 'The knowledge base as it is now.', ...ONE_BASE } },
-    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: BAD_BASE },
+    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: BAD_BASE, QUOTA_EXCEEDED: TOO_MANY_SYNONYMS },
   },
   {
     method: 'DELETE', path: '/:id', operationId: 'deleteKnowledgeBase', tag: 'Knowledge', access: 'any',
@@ -547,7 +552,7 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
   {
     method: 'POST', path: '/:id/documents', operationId: 'addDocument', tag: 'Knowledge', access: 'any',
     summary: 'Add a document: JSON text, a page by URL, or a file upload (multipart)',
-    description: `Text and files up to ${INLINE_MAX_BYTES / 1024} KiB are indexed before the answer (\`ready\` or \`failed\`) unless the base has an embedding model; the rest answer \`processing\` and finish in the background.`,
+    description: 'Always answers at once with the document `processing`: it is read, chunked and embedded in the background (worker threads, round-robin between companies), then `ready`, or `failed` with the reason in `error` (no text to index, an unreadable file, a page that does not answer, over INGEST_TIMEOUT_MS or INGEST_MEMORY_MB).',
     params: [BASE_ID],
     body: {
       validators: [textDocumentBody, urlDocumentBody],
@@ -557,9 +562,10 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
     responses: { 201: { description: 'The new document.', schema: object({ document: DOCUMENT }), example: { document: EXAMPLE_DOCUMENT } } },
     errors: {
       NOT_FOUND: NO_BASE,
-      VALIDATION_ERROR: 'a bad field, no or an empty file, two files, a bad or private URL, content without text',
+      VALIDATION_ERROR: 'a bad field, no or an empty file, two files, a bad or private URL',
       PAYLOAD_TOO_LARGE: `content over ${MAX_DOCUMENT_BYTES} bytes or a file over ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB`,
       UNSUPPORTED_MEDIA_TYPE: 'a body neither JSON nor multipart, or a file type other than .txt, .md, .html, .pdf',
+      QUOTA_EXCEEDED: 'the knowledge base holds QUOTA_DOCUMENTS_PER_BASE documents (10000 by default); delete one first',
     },
   },
   {
@@ -621,6 +627,6 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
         example: { results: [{ documentId: 7, chunkId: 31, title: 'Kettle manual', heading: 'Kettle manual › Descaling', snippet: 'Descale the kettle once a month…', score: 0.032522, relevance: 1, matchedBy: ['fulltext'] }] },
       },
     },
-    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'no q, q too long, or a bad limit' },
+    errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'no q, q too long, or a bad limit', RATE_LIMITED: 'the company has SEARCH_MAX_PER_COMPANY searches running in this process (4 by default)' },
   },
 ];

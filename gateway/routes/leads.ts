@@ -8,8 +8,8 @@ import { ConversationSchema } from '../../schema/conversation-entities.js';
 import { LeadSchema, LeadStageMoveSchema, type Lead, type LeadStageMove } from '../../schema/lead-entities.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { Authenticator } from '../auth/authenticate.js';
-import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
-import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
+import { bodyValidator, idFilter, idParam, idPathParam } from '../http/validate.js';
+import { examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
 import { EXAMPLE_USER_ID } from './auth.js';
@@ -76,15 +76,6 @@ const moveView = (m: LeadStageMove) => ({
   conversationId: m.conversationId,
   at: m.at.toISOString(),
 });
-
-/** A positive integer query filter, or undefined when absent. */
-function idFilter(q: Record<string, unknown>, field: string, details: { field: string; message: string }[]): number | undefined {
-  const v = q[field];
-  if (v === undefined) return undefined;
-  if (typeof v === 'string' && /^[1-9]\d{0,9}$/.test(v) && Number(v) <= 2_147_483_647) return Number(v);
-  details.push({ field, message: 'must be a positive integer' });
-  return undefined;
-}
 
 const moverOf = (p: Principal): LeadMover => (p.kind === 'session' ? { kind: 'operator', userId: p.userId } : { kind: 'api_token', apiTokenId: p.apiTokenId });
 
@@ -219,7 +210,7 @@ export const leadRouteDocs: readonly RouteDoc[] = [
       { name: 'stageId', in: 'query', description: 'Only leads in this stage.', schema: ID },
       ...PAGE_PARAMS,
     ],
-    responses: { 200: { description: 'A page of leads.', schema: pageOf('leads', LEAD), example: { leads: [EXAMPLE_LEAD], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
+    responses: { 200: { description: 'A page of leads.', schema: pageOf('leads', LEAD), example: examplePage('leads', EXAMPLE_LEAD) } },
     errors: { VALIDATION_ERROR: 'a bad pipelineId, stageId, limit or offset' },
   },
   {

@@ -14,6 +14,7 @@ import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
 import { writeError } from '../http/errors.js';
+import { UNMATCHED_ROUTE } from '../http/metrics.js';
 import { requestIdOf, requestTraceId } from '../http/request-ids.js';
 import { observeOnClose, type RequestObserver } from '../http/request-observer.js';
 import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
@@ -139,6 +140,8 @@ const OK_BODY = '{"ok":true}';
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff' };
 /** `/api/webhook/<connectorType>/<integrationId>`; anything else is express's to answer. */
 const WEBHOOK_PATH = /^\/api\/webhook\/([^/]+)\/([^/]+)\/?$/;
+/** What idParam takes: anything else names no integration (and is not worth an attribute). */
+const ROW_ID = /^[1-9]\d{0,9}$/;
 const VERIFIED_BODY = '{"ok":true,"verified":true}';
 /** Deepest nesting of arrays / objects a webhook body may have. */
 export const MAX_JSON_DEPTH = 32;
@@ -268,9 +271,14 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     const started = process.hrtime.bigint();
     // The `/api` policy of express (gateway/http/api-policy.ts) never runs here: errors too are no-store.
     res.setHeader('Cache-Control', API_CACHE_CONTROL);
-    const route = `/api/webhook/${m[1]}/:id`;
+    // Named by a connector that exists, never by the segment sent: span names and metric
+    // labels stay a bounded set whatever paths clients invent.
+    const route = Object.hasOwn(CONNECTORS, m[1]!) ? `/api/webhook/${m[1]}/:id` : null;
     // A new trace per webhook: a traceparent sent by the outside world is not trusted as our parent.
-    const span = startSpan(`POST ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'POST', 'http.route': route, 'url.path': path, 'mas.integration_id': m[2]! } });
+    const span = startSpan(`POST ${route ?? UNMATCHED_ROUTE}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'http.request.method': 'POST', 'url.path': path, ...(route ? { 'http.route': route } : {}), ...(ROW_ID.test(m[2]!) ? { 'mas.integration_id': m[2]! } : {}) },
+    });
     const traceId = requestTraceId(span);
     // 'close' comes also when the sender hangs up before the answer.
     if (span) {

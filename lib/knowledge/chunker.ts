@@ -31,7 +31,27 @@ export interface Chunk {
   words: number;
 }
 
-const HEADING = /^(#{1,6})[ \t]+(.+?)[ \t#]*$/;
+const isBlank = (c: string): boolean => c === ' ' || c === '\t';
+const isLineEnd = (c: string): boolean => c === '\n' || c === '\r' || c === '\u2028' || c === '\u2029';
+
+/**
+ * A markdown heading line (`## Title ##`): its level and text, or null. By hand, as the
+ * pattern `^(#{1,6})[ \t]+(.+?)[ \t#]*$` would read it, in one pass: that pattern's lazy
+ * text against its trailing class backtracks over a long run of blanks once per character.
+ */
+export function headingOf(line: string): { level: number; text: string } | null {
+  let level = 0;
+  while (level < line.length && line[level] === '#') level++;
+  if (level < 1 || level > 6 || !isBlank(line[level] ?? '')) return null;
+  let start = level;
+  while (start < line.length && isBlank(line[start]!)) start++;
+  for (let i = level; i < line.length; i++) if (isLineEnd(line[i]!)) return null;
+  // Blanks only: the text is one of them (the pattern gives back one), provided there were two.
+  if (start === line.length) return start - level >= 2 ? { level, text: '' } : null;
+  let end = line.length;
+  while (end > start + 1 && (isBlank(line[end - 1]!) || line[end - 1] === '#')) end--;
+  return { level, text: line.slice(start, end).trim() };
+}
 
 const countWords = (text: string): number => (text.match(/\S+/g) ?? []).length;
 
@@ -40,7 +60,8 @@ export function normaliseText(text: string): string {
   return storable(text)
     .replace(/\r\n?/g, '\n')
     .replace(/[\u0001-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '')
-    .replace(/[ \t\u00a0]+$/gm, '');
+    // Only from a run's first blank: from each of its blanks the run would be read again to its end.
+    .replace(/(?<![ \t\u00a0])[ \t\u00a0]+$/gm, '');
 }
 
 /** Blocks of a structured text (markdown headings when `headings`, else none). */
@@ -53,10 +74,10 @@ export function parseBlocks(text: string, options: { headings: boolean }): Block
     para = [];
   };
   for (const line of normaliseText(text).split('\n')) {
-    const h = options.headings ? HEADING.exec(line) : null;
+    const h = options.headings ? headingOf(line) : null;
     if (h) {
       flush();
-      out.push({ kind: 'heading', level: h[1]!.length, text: h[2]!.trim() });
+      out.push({ kind: 'heading', level: h.level, text: h.text });
     } else if (!line.trim()) flush();
     else para.push(line);
   }

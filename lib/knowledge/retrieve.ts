@@ -51,8 +51,11 @@ export interface SearchOptions {
 
 type UrlConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
 
-/** The base as retrieval needs it (its embedding key opened); null when it is not the company's. */
-export async function loadBaseInfo(sql: SqlClient, secrets: SecretBox, urls: UrlConfig, companyId: number, knowledgeBaseId: number): Promise<KnowledgeBaseInfo | null> {
+/**
+ * The base as retrieval needs it (its embedding key opened); null when it is not the company's.
+ * Only these columns: a base's synonyms may be megabytes, searches never read them.
+ */
+export async function loadBaseInfo(sql: SqlClient, secrets: SecretBox, urls: UrlConfig, companyId: number, knowledgeBaseId: number, logger?: Logger): Promise<KnowledgeBaseInfo | null> {
   const [row] = await query<{ language: string; content_version: string; embedding_base_url: string | null; embedding_model: string | null; embedding_api_key_sealed: string | null }>(
     sql,
     'kb_info',
@@ -63,8 +66,9 @@ export async function loadBaseInfo(sql: SqlClient, secrets: SecretBox, urls: Url
   let embedding: EmbeddingModel | null = null;
   try {
     embedding = embeddingModelOf(row, secrets, urls);
-  } catch {
+  } catch (err) {
     // The key cannot be opened (SECRETS_KEY rotated away): the base is searched without vectors.
+    logger?.warn({ err, knowledgeBaseId }, 'knowledge: the embedding API key cannot be opened; searching without vectors');
   }
   return { id: knowledgeBaseId, companyId, language: row.language, contentVersion: row.content_version, embedding };
 }

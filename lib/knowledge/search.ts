@@ -14,7 +14,7 @@ import { withoutStopWords } from './stop-words.js';
  *   the lexemes it holds. PostgreSQL's own ts_rank knows no IDF, so a common word weighed as
  *   much as the subject of the question.
  *   A word's synonyms (the built-in groups, lib/knowledge/expansion.ts: "guarantee" →
- *   "warranty", "привезут" → "доставка"; and the base's own, `knowledge_synonyms`) cover it
+ *   "warranty", "привезут" → "доставка"; and the base's own, `knowledge_synonym_entries`) cover it
  *   too, at SYNONYM_WEIGHT of their own weight: the help centre's words are rarely the
  *   customer's.
  * - **trigram**: a lexeme the base does not know (a typo, another word form under `simple`)
@@ -25,8 +25,12 @@ import { withoutStopWords } from './stop-words.js';
  *   trigram when a neighbour contributed to it.
  * Candidates are found through the GIN index of the chunks' vectors, by the lexemes that are
  * rare enough to be selective (the question's own: in at most a fifth of the chunks, or 50;
- * synonyms and trigram neighbours: a fiftieth); the common ones only add to the scores of
- * chunks found that way.
+ * synonyms and trigram neighbours: a fiftieth, the MAX_EXPANSION_FINDERS rarest of them); the
+ * others only add to the scores of the chunks found that way.
+ *
+ * The work is bounded whatever a company stored or a customer wrote (contract.md § No tenant
+ * slows another down): the constants below cap the lexemes of a question, the base's own
+ * synonyms looked at and used, the misspelt words looked up, and the terms searched.
  *
  * The first RERANK_DEPTH chunks of each lexical list are then scaled by how often, and where
  * (title and headings or text), they hold the question's words (`ts_rank`, TERM_FREQUENCY_WEIGHT).
@@ -73,6 +77,40 @@ export const MISSPELT_FULLTEXT_WEIGHT = 0.5;
 export const TERM_FREQUENCY_WEIGHT = 4;
 export const RERANK_DEPTH = 10;
 export const MAX_QUERY_CHARS = 2000;
+/** A question's first this many lexemes are searched (a long message must not become a huge query). */
+export const MAX_QUESTION_LEXEMES = 32;
+/**
+ * Bounds on a base's own synonyms per question, whatever the company stored (up to
+ * QUOTA_SYNONYM_GROUPS_PER_BASE groups): entries looked at per lexeme of the question, entries
+ * matched, and (word, synonym) pairs drawn from them, the first in the company's order.
+ * A help centre's groups stay far below them; a base built to blow a search up gets a bounded one.
+ */
+export const SYNONYM_ENTRIES_PER_LEXEME = 100;
+export const MAX_SYNONYM_ENTRIES = 12;
+export const MAX_BASE_SYNONYM_PAIRS = 96;
+/** A base's own synonym group holds at most this many terms of at most MAX_SYNONYM_LENGTH characters (the API refuses more; contract.md). */
+export const MAX_SYNONYMS_PER_GROUP = 20;
+export const MAX_SYNONYM_LENGTH = 60;
+/** Terms of a question searched at most (its own lexemes, trigram neighbours, synonyms): each is checked in every shortlisted chunk. */
+export const MAX_QUESTION_TERMS = 32;
+/**
+ * Synonyms and trigram neighbours that find candidates (through the chunks' index, one scan
+ * each) per question, the rarest first; the others only add to the scores of the chunks found.
+ */
+export const MAX_EXPANSION_FINDERS = 16;
+/**
+ * A question with at most this many terms that found no candidates has each checked in each
+ * shortlisted chunk's stored vector; with more, the chunks' lexemes are read once and checked
+ * in memory (cheaper past about five terms).
+ */
+export const FEW_UNFOUND_TERMS = 5;
+/**
+ * Trigram neighbours are looked up (an index scan each) for the first MAX_MISSPELT_WORDS words of
+ * a question the base does not know, of up to MAX_MISSPELT_LENGTH characters (a longer one is no
+ * misspelt word).
+ */
+export const MAX_MISSPELT_WORDS = 8;
+export const MAX_MISSPELT_LENGTH = 32;
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const MAX_SEARCH_LIMIT = 50;
 
@@ -124,14 +162,26 @@ const LEXICAL_CTES = `
     select q.ord, l.i::int as qi, l.lexeme, coalesce(t.chunks, 0)::float8 as df, q.n, q.kb_id, q.company_id
     from q cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, q.text))) with ordinality as l(lexeme, i)
     left join knowledge_terms t on t.knowledge_base_id = q.kb_id and t.company_id = q.company_id and t.term = l.lexeme
-    where l.i <= 32
+    where l.i <= ${MAX_QUESTION_LEXEMES}
+  ),
+  question_lexemes as (
+    select ord, array_agg(lexeme) as lexemes from qdf group by ord
   ),
   base_entries as (
-    -- The entries of the base's own synonym groups that the question holds (all of a phrase's lexemes).
-    select d.ord, d.kb_id, d.company_id, s.group_no, s.entry_no
-    from qdf d join knowledge_synonyms s on s.knowledge_base_id = d.kb_id and s.company_id = d.company_id and s.lexeme = d.lexeme
-    group by d.ord, d.kb_id, d.company_id, s.group_no, s.entry_no, s.entry_size
-    having count(*) = s.entry_size
+    -- The entries of the base's own synonym groups that the question holds whole (every lexeme of a
+    -- phrase), found by their first lexeme; the first ones in the company's order, bounded.
+    select ord, kb_id, company_id, group_no, entry_no, lexemes from (
+      select d.ord, d.kb_id, d.company_id, s.group_no, s.entry_no, s.lexemes, row_number() over (partition by d.ord order by s.group_no, s.entry_no) as r
+      from qdf d
+      join question_lexemes ql on ql.ord = d.ord
+      cross join lateral (
+        select s.group_no, s.entry_no, s.lexemes from knowledge_synonym_entries s
+        where s.knowledge_base_id = d.kb_id and s.company_id = d.company_id and s.lexemes[1] = d.lexeme
+        order by s.group_no, s.entry_no limit ${SYNONYM_ENTRIES_PER_LEXEME}
+      ) s
+      where s.lexemes <@ ql.lexemes
+    ) x
+    where r <= ${MAX_SYNONYM_ENTRIES}
   ),
   synonym_pairs as (
     select s.ord, w.lexeme as word_lexeme, a.lexeme as synonym_lexeme
@@ -141,13 +191,24 @@ const LEXICAL_CTES = `
     cross join lateral unnest(tsvector_to_array(to_tsvector(q.cfg, s.synonym))) as a(lexeme)
     where w.lexeme <> a.lexeme
     union
-    select e.ord, w.lexeme, o.lexeme
-    from base_entries e
-    join knowledge_synonyms w on w.knowledge_base_id = e.kb_id and w.company_id = e.company_id and w.group_no = e.group_no and w.entry_no = e.entry_no
-    join knowledge_synonyms o on o.knowledge_base_id = e.kb_id and o.company_id = e.company_id and o.group_no = e.group_no and o.entry_no <> e.entry_no
-    where w.lexeme <> o.lexeme
+    -- Each lexeme of a matched entry gets the lexemes of the other entries of its group, at most
+    -- MAX_BASE_SYNONYM_PAIRS per question (like the built-in pairs, MAX_EXPANSIONS).
+    select ord, word_lexeme, synonym_lexeme from (
+      select e.ord, w.lexeme as word_lexeme, o.lexeme as synonym_lexeme,
+             row_number() over (partition by e.ord order by e.group_no, e.entry_no, o.entry_no, o.i, w.lexeme) as r
+      from base_entries e
+      cross join lateral (
+        select oe.entry_no, l.lexeme, l.i
+        from knowledge_synonym_entries oe cross join unnest(oe.lexemes) with ordinality as l(lexeme, i)
+        where oe.knowledge_base_id = e.kb_id and oe.company_id = e.company_id and oe.group_no = e.group_no and oe.entry_no <> e.entry_no
+        order by oe.entry_no, l.i limit ${MAX_BASE_SYNONYM_PAIRS}
+      ) o
+      cross join unnest(e.lexemes) as w(lexeme)
+      where w.lexeme <> o.lexeme
+    ) p
+    where r <= ${MAX_BASE_SYNONYM_PAIRS}
   ),
-  terms as (
+  candidate_terms as (
     select ord, qi, lexeme as term, 1.0::float8 as sim, df, n, kb_id, company_id, true as exact, true as own from qdf where df > 0
     union all
     -- A synonym of the question's word covers it (a little less than the word itself).
@@ -156,14 +217,26 @@ const LEXICAL_CTES = `
     join synonym_pairs p on p.ord = d.ord and p.word_lexeme = d.lexeme
     join knowledge_terms t on t.knowledge_base_id = d.kb_id and t.company_id = d.company_id and t.term = p.synonym_lexeme
     union all
+    -- A misspelt word (the first MAX_MISSPELT_WORDS the base does not know): its most similar terms.
     select d.ord, d.qi, e.term, e.sim, e.chunks::float8, d.n, d.kb_id, d.company_id, false, false
-    from qdf d cross join lateral (
+    from (
+      select d.*, row_number() over (partition by d.ord order by d.qi) as k
+      from qdf d where d.df = 0 and length(d.lexeme) between 4 and ${MAX_MISSPELT_LENGTH}
+    ) d
+    cross join lateral (
       select t.term, similarity(t.term, d.lexeme)::float8 as sim, t.chunks
       from knowledge_terms t
-      where t.knowledge_base_id = d.kb_id and t.company_id = d.company_id and t.term % d.lexeme
+      where t.knowledge_base_id = d.kb_id and t.company_id = d.company_id and lower(t.term) % d.lexeme
       order by 2 desc, 3 desc limit 2
     ) e
-    where d.df = 0 and length(d.lexeme) >= 4 and e.sim >= ${TRIGRAM_MIN}
+    where d.k <= ${MAX_MISSPELT_WORDS} and e.sim >= ${TRIGRAM_MIN}
+  ),
+  terms as (
+    -- At most MAX_QUESTION_TERMS: the question's own lexemes, then trigram neighbours, then the rarest synonyms.
+    select ord, qi, term, sim, df, n, kb_id, company_id, exact, own from (
+      select t.*, row_number() over (partition by ord order by own desc, exact, df, term, qi) as r from candidate_terms t
+    ) x
+    where r <= ${MAX_QUESTION_TERMS}
   ),
   total as (
     -- Each lexeme the base knows (itself or, misspelt, through its trigram neighbour) weighs its IDF;
@@ -173,33 +246,75 @@ const LEXICAL_CTES = `
     group by ord
   ),
   weighted as (
-    select s.*, bool_or(s.selective) over (partition by s.ord) as some_selective
+    -- Which terms find candidates: the selective ones, of the synonyms and trigram neighbours only
+    -- the MAX_EXPANSION_FINDERS rarest; when none is selective, the rarest MAX_EXPANSION_FINDERS of
+    -- the question's own and as many of the others.
+    select s.*, (s.selective or not s.some_selective) and (s.own and s.selective or s.rarity <= ${MAX_EXPANSION_FINDERS}) as finds
     from (
-      select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
-             t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end) as selective
-      from terms t
+      select s.*, bool_or(s.selective) over (partition by s.ord) as some_selective,
+             row_number() over (partition by s.ord, s.own order by not s.selective, s.df, s.term, s.qi) as rarity
+      from (
+        select t.*, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) * t.sim as w, ln(1 + (t.n - t.df + 0.5) / (t.df + 0.5)) as cw, ${quotedLexeme('t.term')}::tsquery as tq,
+               t.df <= greatest(50, t.n / case when t.own then ${OWN_SELECTIVITY} else ${EXPANSION_SELECTIVITY} end) as selective
+        from terms t
+      ) s
     ) s
   ),
   found as (
-    select s.ord, s.qi, s.exact, s.w, s.cw, c.id as chunk_id, c.document_id, (c.heading_vector @@ s.tq) as in_heading
+    -- Chunk ids only, from the index (the base is the company's: q); the rows of the shortlisted
+    -- ones are read once, below.
+    select s.ord, s.qi, s.exact, s.w, s.cw, s.tq, c.id as chunk_id
     from weighted s cross join lateral (
-      select c.id, c.document_id, c.heading_vector from knowledge_chunks c
-      where c.knowledge_base_id = s.kb_id and c.company_id = s.company_id and c.search_vector @@ s.tq
+      select c.id from knowledge_chunks c where c.knowledge_base_id = s.kb_id and c.search_vector @@ s.tq
     ) c
-    where s.selective or not s.some_selective
+    where s.finds
   ),
   pre as (
-    select ord, chunk_id, document_id, sum(w) as score from found group by ord, chunk_id, document_id
+    select ord, chunk_id, sum(w) as score from found group by ord, chunk_id
   ),
   shortlist as (
     select * from (select p.*, row_number() over (partition by ord order by score desc, chunk_id) as r from pre p) x where r <= $4::int * 2
   ),
-  common as (
-    select s.ord, w.qi, w.exact, w.w, w.cw, s.chunk_id, s.document_id, (c.heading_vector @@ w.tq) as in_heading
+  listed as materialized (
+    select s.ord, c.id as chunk_id, c.document_id, c.heading_vector
     from shortlist s
-    join weighted w on w.ord = s.ord and not (w.selective or not w.some_selective)
-    join knowledge_chunks c on c.id = s.chunk_id and c.company_id = w.company_id
-    where c.search_vector @@ w.tq
+    join q on q.ord = s.ord
+    join knowledge_chunks c on c.id = s.chunk_id and c.company_id = q.company_id
+  ),
+  unfound_terms as materialized (
+    select ord, qi, exact, w, cw, tq, company_id, count(*) over (partition by ord) as n from weighted where not finds
+  ),
+  unfound as materialized (
+    -- A question with few such terms: each shortlisted chunk with each of them (paired first: a chunk
+    -- is checked against its own question's terms only), the chunk's vector read for each pair.
+    select l.ord, l.chunk_id, l.document_id, l.heading_vector, w.qi, w.exact, w.w, w.cw, w.tq, w.company_id
+    from listed l join unfound_terms w on w.ord = l.ord
+    where w.n <= ${FEW_UNFOUND_TERMS}
+  ),
+  listed_lexemes as materialized (
+    -- A question with more: each shortlisted chunk's lexemes read once, without positions (a chunk's
+    -- vector is often stored out of line, fetched again for every term checked in it).
+    select l.ord, l.chunk_id, l.document_id, l.heading_vector, strip(c.search_vector) as lexemes
+    from listed l
+    join q on q.ord = l.ord
+    join knowledge_chunks c on c.id = l.chunk_id and c.company_id = q.company_id
+    where exists (select 1 from unfound_terms w where w.ord = l.ord and w.n > ${FEW_UNFOUND_TERMS})
+  ),
+  matched as (
+    -- Every term of the question in each shortlisted chunk, and whether in its title or headings:
+    -- the terms that found it, and the others (checked in the chunk itself, at most
+    -- MAX_QUESTION_TERMS per shortlisted chunk).
+    select f.ord, f.qi, f.exact, f.w, f.cw, l.chunk_id, l.document_id, (l.heading_vector @@ f.tq) as in_heading
+    from found f join listed l on l.ord = f.ord and l.chunk_id = f.chunk_id
+    union all
+    select p.ord, p.qi, p.exact, p.w, p.cw, p.chunk_id, p.document_id, (p.heading_vector @@ p.tq)
+    from unfound p
+    join knowledge_chunks c on c.id = p.chunk_id and c.company_id = p.company_id
+    where c.search_vector @@ p.tq
+    union all
+    select x.ord, w.qi, w.exact, w.w, w.cw, x.chunk_id, x.document_id, (x.heading_vector @@ w.tq)
+    from listed_lexemes x join unfound_terms w on w.ord = x.ord
+    where x.lexemes @@ w.tq
   ),
   per_lexeme as (
     select ord, chunk_id, document_id, qi,
@@ -207,7 +322,7 @@ const LEXICAL_CTES = `
            max(w * case when in_heading then ${HEADING_WEIGHT} else 1 end) as tg,
            max(cw) as covered,
            bool_and(not exact) as fuzzy
-    from (select * from found f where exists (select 1 from shortlist s where s.ord = f.ord and s.chunk_id = f.chunk_id) union all select * from common) a
+    from matched
     group by ord, chunk_id, document_id, qi
   ),
   per_chunk as (

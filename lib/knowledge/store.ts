@@ -84,22 +84,21 @@ export async function replaceChunks(exec: Exec, ref: DocumentRef, title: string,
 
 /**
  * Indexes a base's own synonym groups (`knowledge_bases.synonyms`, as stored) in its language,
- * from scratch: one row per lexeme of each entry, with the entry's number of lexemes (a phrase
- * matches a question holding them all; lib/knowledge/search.ts). An entry of stop words only
- * has no lexeme and matches nothing. Bumps `content_version` (answer caches compare it). The
- * caller's transaction, after the base's row is written: on a change of the groups or of the
- * language.
+ * from scratch: one row per entry with its lexemes (a phrase matches a question holding them
+ * all; lib/knowledge/search.ts). An entry of stop words only has no lexeme and is left out.
+ * Bumps `content_version` (answer caches compare it). The caller's transaction, after the
+ * base's row is written: on a change of the groups or of the language.
  */
 export async function indexSynonyms(exec: Exec, base: { companyId: number; knowledgeBaseId: number }): Promise<void> {
-  await exec(`delete from knowledge_synonyms where knowledge_base_id = ? and company_id = ?`, [base.knowledgeBaseId, base.companyId]);
+  await exec(`delete from knowledge_synonym_entries where knowledge_base_id = ? and company_id = ?`, [base.knowledgeBaseId, base.companyId]);
   await exec(
-    `insert into knowledge_synonyms (knowledge_base_id, group_no, entry_no, lexeme, company_id, entry_size)
-     select kb.id, g.group_no, e.entry_no, l.lexeme, kb.company_id, count(*) over (partition by g.group_no, e.entry_no)
+    `insert into knowledge_synonym_entries (knowledge_base_id, group_no, entry_no, company_id, lexemes)
+     select kb.id, g.group_no, e.entry_no, kb.company_id, x.lexemes
      from knowledge_bases kb
      cross join lateral jsonb_array_elements(kb.synonyms) with ordinality as g(entries, group_no)
      cross join lateral jsonb_array_elements_text(g.entries) with ordinality as e(entry, entry_no)
-     cross join lateral unnest(tsvector_to_array(to_tsvector(kb.language::regconfig, e.entry))) as l(lexeme)
-     where kb.id = ? and kb.company_id = ?`,
+     cross join lateral (select tsvector_to_array(to_tsvector(kb.language::regconfig, e.entry)) as lexemes) x
+     where kb.id = ? and kb.company_id = ? and cardinality(x.lexemes) > 0`,
     [base.knowledgeBaseId, base.companyId],
   );
   await exec(`update knowledge_bases set content_version = content_version + 1 where id = ? and company_id = ?`, [base.knowledgeBaseId, base.companyId]);

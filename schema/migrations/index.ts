@@ -14,6 +14,7 @@ import { Migration0013ModelCalls } from './0013-model-calls.js';
 import { Migration0014Leads } from './0014-leads.js';
 import { Migration0015AgentBehaviour } from './0015-agent-behaviour.js';
 import { Migration0016KnowledgeSynonyms } from './0016-knowledge-synonyms.js';
+import { Migration0017SynonymEntries } from './0017-synonym-entries.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   { name: '0014-leads', class: Migration0014Leads },
   { name: '0015-agent-behaviour', class: Migration0015AgentBehaviour },
   { name: '0016-knowledge-synonyms', class: Migration0016KnowledgeSynonyms },
+  { name: '0017-synonym-entries', class: Migration0017SynonymEntries },
 ];

@@ -69,10 +69,21 @@ export async function createDemoCompany(options: DemoSetupOptions): Promise<Demo
 
   // No embedding model: the help centre is searched by its words alone, with no outside call.
   const { knowledgeBase } = await api('POST', '/api/knowledge-bases', { name: 'Sample help centre', language: 'english' });
-  const documents: DemoCompany['documents'] = [];
+  const posted: number[] = [];
   for (const doc of await helpCentreDocuments()) {
     const { document } = await api('POST', `/api/knowledge-bases/${knowledgeBase.id}/documents`, { title: doc.title, content: doc.content, format: 'markdown' });
-    documents.push({ title: document.title, status: document.status });
+    posted.push(document.id);
+  }
+  // Documents are read in the background: the demo waits for them, so its agent answers from the first message.
+  const documents: DemoCompany['documents'] = [];
+  for (const id of posted) {
+    for (const until = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 100))) {
+      const { document } = await api('GET', `/api/knowledge-bases/${knowledgeBase.id}/documents/${id}`);
+      if (document.status !== 'processing' || Date.now() > until) {
+        documents.push({ title: document.title, status: document.status });
+        break;
+      }
+    }
   }
 
   // The built-in agent answers with the help centre's passage that fits (no model, no cost)

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
@@ -11,12 +12,10 @@ const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Builtin Co');
 const kb = await svc.api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'FAQ', language: 'english' } });
 const kbId = kb.body.knowledgeBase.id as number;
-const hoursDoc = (
-  await svc.api('POST', `/api/knowledge-bases/${kbId}/documents`, {
-    token: user.token,
-    body: { title: 'Shop', content: '# Shop\n\n## Opening hours\n\nOur shop is open from 9 am to 6 pm, Monday to Saturday.\n\n## Parking\n\nCustomers park for free behind the building.' },
-  })
-).body.document;
+const hoursDoc = await addDocument(svc.api, user.token, kbId, {
+  title: 'Shop',
+  content: '# Shop\n\n## Opening hours\n\nOur shop is open from 9 am to 6 pm, Monday to Saturday.\n\n## Parking\n\nCustomers park for free behind the building.',
+});
 const handoffAgent = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'FAQ bot', knowledgeBaseId: kbId } })).body.agent;
 const fallbackAgent = (
   await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Fallback bot', knowledgeBaseId: kbId, onNoAnswer: 'fallback', fallbackMessage: 'I do not know that one, sorry. Try asking about our shop.' } })

@@ -2,6 +2,7 @@ import t from 'tap';
 import { chargeModelUsage } from '../../lib/credit.js';
 import { inTransaction, openSqlPool } from '../../lib/db.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, statusEnvelope, waitForPartitions, type TestIntegration } from '../support/worker.js';
@@ -46,7 +47,7 @@ async function setup(name: string, model: Record<string, unknown> = {}, agent: R
     { title: 'Opening hours', content: 'Our shop is open from 9 am to 6 pm, Monday to Saturday.' },
     { title: 'Delivery', content: 'We deliver within 2 days in the city.' },
   ]) {
-    await svc.api('POST', `/api/knowledge-bases/${kbId}/documents`, { token: user.token, body: doc });
+    await addDocument(svc.api, user.token, kbId, doc);
   }
   const created = await svc.api('POST', '/api/agents', {
     token: user.token,

@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
 import { startChat2DeskStub, type Chat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { signUp, startTestService, TEST_NATS_URL, type TestService } from '../support/service.js';
 import { deliver } from '../support/webhooks.js';
 import { pool } from './helpers.js';
@@ -42,11 +43,7 @@ export async function setupBacklog(
   if (kb.status !== 201) throw new Error(`kb: ${kb.status}`);
   const kbId = kb.body.knowledgeBase.id as number;
   for (const [k, topic] of TOPICS.entries()) {
-    const doc = await svc.api('POST', `/api/knowledge-bases/${kbId}/documents`, {
-      token: user.token,
-      body: { title: `About ${topic}`, content: `The ${topic} answer is here [k${k}].` },
-    });
-    if (doc.status !== 201) throw new Error(`doc: ${doc.status}`);
+    await addDocument(svc.api, user.token, kbId, { title: `About ${topic}`, content: `The ${topic} answer is here [k${k}].` });
   }
   const agent = await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Fruit bot', knowledgeBaseId: kbId } });
   if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`);

@@ -7,6 +7,7 @@ import { ensureDatabase, migrate, openDatabase } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectNats } from '../../lib/nats.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { apiClient, signUp, TEST_NATS_URL } from '../support/service.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { untilIdle } from '../support/worker.js';
@@ -39,7 +40,7 @@ stub.setSendLatency(150);
 
 const user = await signUp(api, 'Restart Co');
 const kb = (await api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'Fruit' } })).body.knowledgeBase;
-for (const [k, topic] of TOPICS.entries()) await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: user.token, body: { title: `About ${topic}`, content: `The ${topic} answer is here [k${k}].` } });
+for (const [k, topic] of TOPICS.entries()) await addDocument(api, user.token, kb.id, { title: `About ${topic}`, content: `The ${topic} answer is here [k${k}].` });
 const agent = (await api('POST', '/api/agents', { token: user.token, body: { name: 'Fruit bot', knowledgeBaseId: kb.id } })).body.agent;
 const integration = (await api('POST', '/api/integrations', { token: user.token, body: { type: 'helpdesk', name: 'Desk', agentId: agent.id, apiUrl: stub.url, apiToken: stub.token } })).body.integration;
 const worker = startWorkerProcess(t, { DATABASE_URL: databaseUrl, NATS_URL: config.natsUrl, NATS_PREFIX: config.natsPrefix, PARTITIONS: '4', LOG_LEVEL: 'info' });

@@ -32,7 +32,7 @@ t.test('an API token works on protected routes, scoped to its company', async (t
   const key = created.body.apiToken.token;
   const agents = await api('GET', '/api/agents', { token: key });
   t.equal(agents.status, 200);
-  t.same(agents.body, { agents: [] });
+  t.same(agents.body, { agents: [], total: 0, limit: 50, offset: 0 });
   await api('POST', '/api/agents', { token: globex.token, body: { name: 'Globex bot' } });
   t.same((await api('GET', '/api/agents', { token: key })).body.agents, [], "another company's agent is not visible");
   const billing = await api('GET', '/api/billing', { token: key });

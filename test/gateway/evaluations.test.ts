@@ -1,4 +1,5 @@
 import t from 'tap';
+import { addDocument } from '../support/knowledge.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { sql } from '../support/worker.js';
@@ -10,12 +11,10 @@ const { api } = svc;
 const user = await signUp(api, 'Eval Co');
 const token = user.token;
 const kb = (await api('POST', '/api/knowledge-bases', { token, body: { name: 'FAQ', language: 'english' } })).body.knowledgeBase;
-const doc = (
-  await api('POST', `/api/knowledge-bases/${kb.id}/documents`, {
-    token,
-    body: { title: 'Shop', content: '## Opening hours\n\nWe are open from 9 am to 6 pm, Monday to Saturday.\n\n## Returns\n\nItems can be returned within 30 days with the receipt.' },
-  })
-).body.document;
+const doc = await addDocument(api, token, kb.id, {
+  title: 'Shop',
+  content: '## Opening hours\n\nWe are open from 9 am to 6 pm, Monday to Saturday.\n\n## Returns\n\nItems can be returned within 30 days with the receipt.',
+});
 const builtin = (await api('POST', '/api/agents', { token, body: { name: 'FAQ bot', knowledgeBaseId: kb.id } })).body.agent;
 const gpt = (
   await api('POST', '/api/agents', { token, body: { name: 'GPT bot', knowledgeBaseId: kb.id, model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: model.baseUrl, apiKey: 'sk-test' } } })

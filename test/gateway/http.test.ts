@@ -6,11 +6,7 @@ t.test('health, readiness and metrics', async (t) => {
   t.same((await svc.api('GET', '/healthz')).body, { ok: true });
   const ready = await svc.api('GET', '/readyz');
   t.equal(ready.status, 200);
-  t.same(ready.body.checks, {
-    postgres: 'ok',
-    nats: 'ok',
-    natsReplicas: { status: 'ok', expected: 1, streams: { [`${svc.config.natsPrefix}_INBOUND`]: { replicas: 1, current: 1, leader: null } } },
-  }, 'ready, with how the streams are replicated (one server: no leader named)');
+  t.same(ready.body, { ok: true, checks: { postgres: 'ok', nats: 'ok' } }, 'ready (how the streams are replicated only for the metrics token: test/security/metrics.test.ts)');
   await svc.api('GET', '/api/billing');
   const metrics = await svc.api('GET', '/metrics');
   t.equal(metrics.status, 200);
@@ -36,7 +32,9 @@ t.test('error shapes: unknown route, malformed JSON, unexpected failure', async 
   t.equal(big.status, 413);
   t.equal(big.body.error.code, 'PAYLOAD_TOO_LARGE');
 
-  await svc.orm.close(true);
+  // An unexpected database failure: the table the route reads is gone (put back afterwards).
+  await svc.orm.em.getConnection().execute('alter table agents rename to agents_away');
+  t.teardown(() => svc.orm.em.getConnection().execute('alter table agents_away rename to agents'));
   const res = await svc.api('GET', '/api/agents', { token: s.token });
   t.equal(res.status, 500);
   t.equal(res.body.error.code, 'INTERNAL_ERROR');

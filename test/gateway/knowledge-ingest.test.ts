@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import t from 'tap';
 import { listenLocal } from '../support/local-server.js';
-import { upload, waitForDocument } from '../support/knowledge.js';
+import { addUpload, upload, waitForDocument } from '../support/knowledge.js';
 import { makePdf } from '../support/pdf.js';
 import { signUp, startTestService } from '../support/service.js';
 
@@ -55,17 +55,19 @@ const site = createServer((req, res) => {
 const { url: siteUrl } = await listenLocal(site, t);
 
 t.test('uploads: .txt, .md, .html, .pdf', async (t) => {
-  const txt = await upload(api, token, kb.id, { name: 'hours.txt', type: 'text/plain', bytes: 'We are open from 8 to 20.\n\nOn Sundays we rest.' });
-  t.equal(txt.status, 201);
-  t.match(txt.body.document, { title: 'hours', status: 'ready', progress: 100, chunks: 1, source: { type: 'text', filename: 'hours.txt', bytes: 46 } });
+  const posted = await upload(api, token, kb.id, { name: 'hours.txt', type: 'text/plain', bytes: 'We are open from 8 to 20.\n\nOn Sundays we rest.' });
+  t.equal(posted.status, 201);
+  t.match(posted.body.document, { title: 'hours', status: 'processing', progress: 0, chunks: 0 }, 'answered at once, read in the background');
+  const txt = await waitForDocument(api, token, kb.id, posted.body.document.id);
+  t.match(txt, { title: 'hours', status: 'ready', progress: 100, chunks: 1, source: { type: 'text', filename: 'hours.txt', bytes: 46 } });
 
-  const md = await upload(api, token, kb.id, { name: 'faq.md', bytes: '# FAQ\n\n## Gift wrapping\n\nGift wrapping is **free** for [every order](https://x.example).' }, { title: 'Frequently asked' });
-  t.match(md.body.document, { title: 'Frequently asked', status: 'ready', source: { type: 'markdown' } });
-  t.same((await chunksOf(md.body.document.id)).map((c) => [c.heading, c.content]), [['FAQ › Gift wrapping', 'Gift wrapping is free for every order.']], 'markdown syntax left out');
+  const md = await addUpload(api, token, kb.id, { name: 'faq.md', bytes: '# FAQ\n\n## Gift wrapping\n\nGift wrapping is **free** for [every order](https://x.example).' }, { title: 'Frequently asked' });
+  t.match(md, { title: 'Frequently asked', status: 'ready', source: { type: 'markdown' } });
+  t.same((await chunksOf(md.id)).map((c) => [c.heading, c.content]), [['FAQ › Gift wrapping', 'Gift wrapping is free for every order.']], 'markdown syntax left out');
 
-  const html = await upload(api, token, kb.id, { name: 'care.html', bytes: '<h1>Care</h1><p>Descale the kettle&nbsp;monthly.</p><script>var x = "never indexed";</script>' });
-  t.match(html.body.document, { status: 'ready', source: { type: 'html' } });
-  t.same((await chunksOf(html.body.document.id)).map((c) => [c.heading, c.content]), [['Care', 'Descale the kettle monthly.']]);
+  const html = await addUpload(api, token, kb.id, { name: 'care.html', bytes: '<h1>Care</h1><p>Descale the kettle&nbsp;monthly.</p><script>var x = "never indexed";</script>' });
+  t.match(html, { status: 'ready', source: { type: 'html' } });
+  t.same((await chunksOf(html.id)).map((c) => [c.heading, c.content]), [['Care', 'Descale the kettle monthly.']]);
 
   const pdf = await upload(api, token, kb.id, { name: 'guide.pdf', type: 'application/pdf', bytes: GUIDE_PDF });
   t.equal(pdf.status, 201);

@@ -82,7 +82,7 @@ t.test('failed by the embedding server: retried once it is back, ready and found
 });
 
 t.test('a ready or processing document: 409 CONFLICT, and nothing changes', async (t) => {
-  const ready = await addDocument(plain.id, { title: 'Opening hours', content: 'We open at nine, Monday to Saturday.' });
+  const ready = await waitForDocument(api, token, plain.id, (await addDocument(plain.id, { title: 'Opening hours', content: 'We open at nine, Monday to Saturday.' })).id);
   t.equal(ready.status, 'ready');
   const before = await getDocument(plain.id, ready.id);
   const res = await retry(plain.id, ready.id);

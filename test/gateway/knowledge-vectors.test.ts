@@ -17,7 +17,7 @@ const created = await api('POST', '/api/knowledge-bases', { token, body: { name:
 const kb = created.body.knowledgeBase;
 const add = async (title: string, content: string) => {
   const res = await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token, body: { title, content } });
-  // A base with an embedding model always indexes in the background.
+  // Every document is indexed in the background.
   if (res.status !== 201 || res.body.document.status !== 'processing') throw new Error(`add ${title}: ${res.status} ${JSON.stringify(res.body)}`);
   return waitForDocument(api, token, kb.id, res.body.document.id);
 };

@@ -49,10 +49,13 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     t.equal(res.status, 201, `create knowledge base ${JSON.stringify(body)}`);
     return res.body.knowledgeBase;
   };
+  /** The document once read (as the list shows it: no content). */
   const addDoc = async (token: string, kbId: number, doc: Record<string, unknown>) => {
     const res = await api('POST', `/api/knowledge-bases/${kbId}/documents`, { token, body: doc });
     t.equal(res.status, 201, `add document ${String(doc.title)}`);
-    return res.body.document;
+    t.equal(res.body.document.status, 'processing', 'every document is read in the background');
+    const { content: _content, ...read } = await waitForDocument(api, token, kbId, res.body.document.id);
+    return read;
   };
   const search = (token: string, kbId: number, q: string) => api('GET', `/api/knowledge-bases/${kbId}/search?q=${encodeURIComponent(q)}`, { token });
   const top = async (kbId: number, q: string) => (await search(a.token, kbId, q)).body.results[0];
@@ -145,7 +148,6 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { title: 't'.repeat(501), content: 'x' }, ['title']);
     await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { title: 'Doc', content: 'x', format: 'docx' }, ['format']);
     await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { title: 'Too big', content: 'é'.repeat(600_000) }, ['content']);
-    await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { title: 'Only markup', content: '<p> </p><script>alert(1)</script>', format: 'html' }, ['content']);
     await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { url: 'not a url' }, ['url']);
     await bad('POST', `/api/knowledge-bases/${kb.id}/documents`, { url: 'file:///etc/passwd' }, ['url']);
 
@@ -157,6 +159,11 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     const badLimit = await api('GET', `/api/knowledge-bases/${kb.id}/search?q=hours&limit=0`, { token: a.token });
     t.equal(badLimit.status, 400);
     t.equal((await api('GET', `/api/knowledge-bases/${kb.id}/documents`, { token: a.token })).body.total, 4, 'invalid documents were not stored');
+    // Well-formed, but nothing to index: accepted like any document, failed with the reason once read.
+    const markup = await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: a.token, body: { title: 'Only markup', content: '<p> </p><script>alert(1)</script>', format: 'html' } });
+    t.equal(markup.status, 201);
+    t.match(await waitForDocument(api, a.token, kb.id, markup.body.document.id), { status: 'failed', error: 'the document has no text to index', chunks: 0 });
+    t.equal((await api('DELETE', `/api/knowledge-bases/${kb.id}/documents/${markup.body.document.id}`, { token: a.token })).status, 204);
     const huge = await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: a.token, body: { title: 'Huge', content: 'x '.repeat(1_100_000) } });
     t.equal(huge.status, 413);
     t.equal(huge.body.error.code, 'PAYLOAD_TOO_LARGE');
@@ -256,12 +263,29 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     t.equal((await top(base.id, 'doohickey')).documentId, widgets.id, 'a new language indexes the groups again');
     t.equal((await search(b.token, base.id, 'doohickey')).status, 404, "another company cannot search the base");
 
-    for (const synonyms of ['gizmo', [['only one']], [['ok', '  ']], [['ok', 'x'.repeat(101)]], Array.from({ length: 501 }, () => ['a', 'b']), [Array.from({ length: 21 }, (_, i) => `w${i}`)]]) {
+    for (const synonyms of ['gizmo', [['only one']], [['ok', '  ']], [['ok', 'x'.repeat(61)]], [Array.from({ length: 21 }, (_, i) => `w${i}`)]]) {
       const res = await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { synonyms } });
       t.equal(res.status, 400, `synonyms ${JSON.stringify(synonyms).slice(0, 40)}: 400`);
       t.equal(res.body.error?.code, 'VALIDATION_ERROR');
     }
+    // The number of groups is the company's quota (QUOTA_SYNONYM_GROUPS_PER_BASE, 2000): 403 past it.
+    const tooMany = await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { synonyms: Array.from({ length: 2001 }, (_, i) => [`a${i}`, `b${i}`]) } });
+    t.equal(tooMany.status, 403, '2001 groups: 403');
+    t.same(tooMany.body.error, { code: 'QUOTA_EXCEEDED', message: tooMany.body.error.message, details: [{ field: 'synonyms', message: 'limit 2000' }] });
+    const created = await api('POST', '/api/knowledge-bases', { token: a.token, body: { name: 'Too many words', synonyms: Array.from({ length: 2001 }, (_, i) => [`a${i}`, `b${i}`]) } });
+    t.equal(created.status, 403, 'a new base with 2001 groups: 403 too');
     t.same((await api('GET', `/api/knowledge-bases/${base.id}`, { token: a.token })).body.knowledgeBase.synonyms, [['doohickey', 'widgets']], 'a refused change changes nothing');
+
+    // The most a base may hold: 2000 groups of 20 terms of 60 characters (2.5 MB of JSON).
+    const longest = (g: number, i: number) => `${`g${g}t${i} `.padEnd(59, 'x')}y`;
+    const most = Array.from({ length: 2000 }, (_, g) => Array.from({ length: 20 }, (_, i) => longest(g, i)));
+    most[1999]![0] = 'doohickey';
+    most[1999]![1] = 'widgets';
+    const full = await api('PATCH', `/api/knowledge-bases/${base.id}`, { token: a.token, body: { synonyms: most } });
+    t.equal(full.status, 200, 'the largest synonyms allowed are taken');
+    t.equal(full.body.knowledgeBase.synonyms.length, 2000);
+    t.equal(full.body.knowledgeBase.synonyms[0][0].length, 60);
+    t.equal((await top(base.id, 'doohickey')).documentId, widgets.id, 'and searched');
   });
 
   t.test('search in Russian, with inflections and typos', async (t) => {
@@ -277,8 +301,10 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
     let content = '';
     while (content.length + 13 <= 1_000_000 - 12) content += 'Spare parts\n\n';
     content += 'carburettor';
-    const big = await addDoc(a.token, kb.id, { title: 'Parts catalogue', content });
-    t.equal(big.status, 'processing', 'over the inline size: answered at once, processed after');
+    const posted = await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: a.token, body: { title: 'Parts catalogue', content } });
+    t.equal(posted.status, 201);
+    const big = posted.body.document;
+    t.equal(big.status, 'processing', 'answered at once, processed after');
     const done = await waitForDocument(api, a.token, kb.id, big.id, 60_000);
     t.match(done, { status: 'ready', progress: 100, error: null });
     t.ok(done.chunks > 100, `${done.chunks} chunks`);

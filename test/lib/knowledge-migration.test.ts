@@ -1,15 +1,16 @@
-import t from 'tap';
-import { migrate, openDatabase, openSqlPool } from '../../lib/db.js';
+import t, { type Test } from 'tap';
+import { migrate, openDatabase, openSqlPool, type Orm } from '../../lib/db.js';
+import { chunkContent } from '../../lib/knowledge/chunker.js';
 import { bestKnowledgeMatches } from '../../lib/knowledge/search.js';
+import { replaceChunks } from '../../lib/knowledge/store.js';
 import { createTestDatabase } from '../support/database.js';
 
-// Documents stored before migration 0010 (one text, searched whole) are chunked by it: they
-// answer from the first start after the upgrade, with the language they were indexed in.
-t.test('migration 0010 chunks the documents that exist', async (t) => {
-  const { url, orm } = await createTestDatabase(t, 'kb_migration');
-  // createTestDatabase migrated to the latest; start again from 0008 on a second database.
+/** A second database migrated up to `to` only (both dropped at the end): rows written there meet the migrations after it. */
+async function databaseUpTo(t: Test, label: string, to: string): Promise<{ fresh: string; old: Orm }> {
+  const { url, orm } = await createTestDatabase(t, label);
+  // createTestDatabase migrated to the latest; start again on a second database.
   await orm.close(true);
-  const fresh = url.replace(/mas_t_kb_migration_/, 'mas_t_kb_migration_old_');
+  const fresh = url.replace(`mas_t_${label}_`, `mas_t_${label}_old_`);
   const admin = openSqlPool({ url: url.replace(/\/[^/]+$/, '/postgres'), poolMax: 1 });
   await admin.query(`create database "${fresh.split('/').pop()}"`);
   t.teardown(async () => {
@@ -18,7 +19,14 @@ t.test('migration 0010 chunks the documents that exist', async (t) => {
   });
   const old = await openDatabase({ url: fresh, poolMax: 2 });
   t.teardown(() => old.close(true));
-  await old.getMigrator().up({ to: '0008-hardening' });
+  await old.getMigrator().up({ to });
+  return { fresh, old };
+}
+
+// Documents stored before migration 0010 (one text, searched whole) are chunked by it: they
+// answer from the first start after the upgrade, with the language they were indexed in.
+t.test('migration 0010 chunks the documents that exist', async (t) => {
+  const { fresh, old } = await databaseUpTo(t, 'kb_migration', '0008-hardening');
   const em = old.em.fork();
   await em.execute(`insert into companies (public_id, name, balance_usd) values (gen_random_uuid(), 'Legacy', 5)`);
   await em.execute(`insert into knowledge_bases (company_id, name) values (1, 'FAQ')`);
@@ -40,4 +48,32 @@ t.test('migration 0010 chunks the documents that exist', async (t) => {
   await em.execute(`insert into knowledge_bases (company_id, name) values (1, 'New')`);
   const [created] = await em.execute<{ language: string }[]>(`select language from knowledge_bases where name = 'New'`);
   t.equal(created.language, 'simple', 'new bases default to simple');
+});
+
+// A base's own synonym groups written before migration 0017 (one row per lexeme) are indexed
+// again by it, one row per entry, and keep working.
+t.test('migration 0017 keeps the synonym groups that exist', async (t) => {
+  const { fresh, old } = await databaseUpTo(t, 'kb_migration17', '0016-knowledge-synonyms');
+  const em = old.em.fork();
+  await em.execute(`insert into companies (public_id, name, balance_usd) values (gen_random_uuid(), 'Legacy', 5)`);
+  await em.execute(`insert into knowledge_bases (company_id, name, language, synonyms) values (1, 'FAQ', 'english', ?)`, [JSON.stringify([['gizmo', 'widgets'], ['bank wire', 'invoice', 'the']])]);
+  await em.execute(`insert into knowledge_documents (company_id, knowledge_base_id, title, content, status) values (1, 1, 'Shop', 'x', 'ready')`);
+  await em.transactional((tx) =>
+    replaceChunks((s, p) => tx.execute(s, p as unknown[]), { companyId: 1, knowledgeBaseId: 1, documentId: 1 }, 'Workshop', chunkContent('Widgets are assembled daily.\n\nBusiness customers can pay by invoice within 14 days.', 'text'), null),
+  );
+
+  t.ok((await migrate(old)).includes('0017-synonym-entries'), 'migration 0017 ran');
+  const entries = await em.execute<{ group_no: number; entry_no: number; lexemes: string[] }[]>(`select group_no, entry_no, lexemes from knowledge_synonym_entries order by group_no, entry_no`);
+  t.same(entries, [
+    { group_no: 1, entry_no: 1, lexemes: ['gizmo'] },
+    { group_no: 1, entry_no: 2, lexemes: ['widget'] },
+    { group_no: 2, entry_no: 1, lexemes: ['bank', 'wire'] },
+    { group_no: 2, entry_no: 2, lexemes: ['invoic'] },
+  ], "one row per entry, its lexemes in the base's language (an entry of stop words only is left out)");
+  const sql = openSqlPool({ url: fresh, poolMax: 1 });
+  t.teardown(() => sql.end());
+  const [gizmo, wire, bank] = await bestKnowledgeMatches(sql, ['where is my gizmo?', 'can I pay by bank wire', 'which bank'].map((query) => ({ companyId: 1, knowledgeBaseId: 1, query })));
+  t.match(gizmo, { content: /Widgets are assembled/ }, 'a word finds its synonyms');
+  t.match(wire, { content: /pay by invoice/ }, 'a phrase held whole finds its synonyms');
+  t.equal(bank, null, 'one word of a phrase brings nothing');
 });

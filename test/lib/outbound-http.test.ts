@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
-import { isPublicAddress, publicAddressesOnly, type AddressGuard } from '../../lib/address-guard.js';
+import { guardForUrl, isPublicAddress, publicAddressesOnly, type AddressGuard } from '../../lib/address-guard.js';
 import { OutboundError, outboundFetch, outboundRequest } from '../../lib/outbound-http.js';
 import { listenLocal } from '../support/local-server.js';
 
@@ -146,6 +146,31 @@ t.test('redirects: at most 3, each target checked again, Authorization kept to i
   await outboundRequest({ method: 'GET', url: hopper.url, headers: { authorization: 'secret-token' }, timeoutMs: 2000, maxBodyBytes: 1024 });
   t.equal(hopper.hits[0]!.headers.authorization, 'secret-token');
   t.equal(other.hits[0]!.headers.authorization, undefined, 'the token does not follow a redirect to another origin');
+});
+
+t.test('a trusted helpdesk origin is exempt for itself only: every hop it redirects to is guarded', async (t) => {
+  const internal = await listen(t, (_req, res) => res.end('{"internal":true}'), '127.0.0.2');
+  const trusted = await listen(t, (req, res) => {
+    if (req.url === '/away') res.writeHead(302, { location: `${internal.url}/admin` }).end();
+    else if (req.url === '/around') res.writeHead(307, { location: `${other.url}/back` }).end();
+    else if (req.url === '/within') res.writeHead(301, { location: '/home' }).end();
+    else res.end('{"trusted":true}');
+  });
+  // Another server that sends the chain back to the trusted origin.
+  const other = await listen(t, (_req, res) => res.writeHead(302, { location: `${trusted.url}/home` }).end());
+  const config = { allowPrivateUrls: false, helpdeskGlobalUrl: trusted.url, helpdeskEuropeUrl: 'https://api.chat24.io' };
+  const guard = guardForUrl(config, `${trusted.url}/away`);
+  t.same(guard?.exempt && [...guard.exempt], [trusted.url, 'https://api.chat24.io'], 'the exempt origins');
+  t.equal(guardForUrl(config, `${other.url}/x`), publicAddressesOnly, 'a URL elsewhere: public addresses only, nothing exempt');
+  t.equal(guardForUrl({ ...config, allowPrivateUrls: true }, `${other.url}/x`), null, 'ALLOW_PRIVATE_URLS: any address');
+
+  const request = (path: string) => outboundRequest({ method: 'GET', url: `${trusted.url}${path}`, timeoutMs: 2000, maxBodyBytes: 1024, guard });
+  t.equal((await request('/home')).status, 200, 'the trusted origin itself, on loopback');
+  t.equal((await request('/within')).status, 200, 'a redirect within the trusted origin');
+  t.equal((await errorOf(request('/away'))).code, 'BLOCKED_ADDRESS', 'a redirect from it to an internal address');
+  t.equal((await errorOf(request('/around'))).code, 'BLOCKED_ADDRESS', 'a redirect from it to another loopback server');
+  await t.rejects(outboundFetch({ guard, maxBodyBytes: 1024 })(`${trusted.url}/away`), { code: 'BLOCKED_ADDRESS' }, 'the fetch adapter too');
+  t.equal(internal.hits.length + other.hits.length, 0, 'neither heard a request');
 });
 
 t.test('the fetch adapter (model clients): the same guard and cap, streamed', async (t) => {

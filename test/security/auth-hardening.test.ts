@@ -62,6 +62,29 @@ t.test('algorithm allow-list, issuer, audience, type', async (t) => {
   }
 });
 
+t.test('token lifetime: longer than ACCESS_TOKEN_TTL_SECONDS is refused, even signed with the real key', async (t) => {
+  const ttl = svc.config.accessTokenTtlSeconds;
+  const signed = (iat: number | undefined, exp: number) => {
+    const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject(user.userId).setIssuer(svc.config.jwtIssuer).setAudience(svc.config.jwtAudience).setExpirationTime(exp);
+    return (iat === undefined ? jwt : jwt.setIssuedAt(iat)).sign(key);
+  };
+  const at = Math.floor(Date.now() / 1000);
+  t.equal((await me(await signed(at, at + ttl))).status, 200, 'exactly the configured lifetime: accepted');
+  const cases: [string, string][] = [
+    ['ten years', await signed(at, at + 10 * 365 * 86400)],
+    ['one second too long', await signed(at, at + ttl + 1)],
+    ['issued an hour ago, a lifetime of a day', await signed(at - 3600, at - 3600 + 86400)],
+    ['no iat', await signed(undefined, at + 60)],
+    ['issued in the future, to outlive the rule', await signed(at + 10 * 365 * 86400, at + 10 * 365 * 86400 + 60)],
+  ];
+  for (const [label, token] of cases) {
+    const res = await me(token);
+    t.equal(res.status, 401, `${label} → 401`);
+    t.equal(res.body.error.code, 'UNAUTHORIZED');
+    t.equal((await svc.api('GET', '/api/agents', { token })).status, 401, `${label} → 401 on any route`);
+  }
+});
+
 t.test('sessions: logout revokes; refresh-token reuse revokes the whole session', async (t) => {
   const s = await signUp(svc.api, 'Sessions Co');
   const r1 = await svc.api('POST', '/api/auth/refresh', { body: { refresh_token: s.refreshToken } });

@@ -1,16 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
 import { createGatewayApp } from '../../gateway/app.js';
 import { listAppRoutes } from '../../gateway/http/route-table.js';
 import { createLogger } from '../../lib/logger.js';
+import { installTracing } from '../../lib/tracing.js';
 import { signUp, startTestService } from '../support/service.js';
+import { createAgent, createIntegration, deliver } from '../support/webhooks.js';
 
 /**
  * /metrics labels requests by route pattern, never by raw path: clients inventing paths
  * (junk under an authenticated router answering 401 before any route runs, unknown paths
  * answering 404, bodies refused with 400 before routing) cannot grow the label set, which is
- * bounded by the app's route table. METRICS_TOKEN, when set, closes /metrics to anyone
- * without it.
+ * bounded by the app's route table. The same holds for span names (the webhook fast path
+ * names its span by the connector's pattern, or "unmatched"). METRICS_TOKEN, when set,
+ * closes /metrics to anyone without it, and only it shows /readyz's details.
  */
 const svc = await startTestService(t, 'metrics');
 const user = await signUp(svc.api, 'Metrics Co');
@@ -29,6 +33,8 @@ const JUNK_KINDS: [string, (n: number) => Promise<number>][] = [
   ['404 on no route at all', async (n) => (await svc.api('GET', `/api/${JUNK}${n}/x`)).status],
   ['404 outside the API', async (n) => (await svc.api('GET', `/${JUNK}${n}.php`)).status],
   ['400: malformed JSON refused before routing', async (n) => (await svc.api('POST', `/api/${JUNK}${n}`, { rawBody: '{"x":', headers: { 'content-type': 'application/json' } })).status],
+  ['404 on the webhook fast path, an invented connector', async (n) => (await deliver(svc.api, n, { hook_type: 'inbox' }, { type: `${JUNK}${n}` })).status],
+  ['404 on the webhook fast path, a junk integration id', async (n) => (await deliver(svc.api, `${JUNK}${n}`, { hook_type: 'inbox' })).status],
 ];
 
 t.test('300 junk paths do not grow /metrics, and none of them appears in it', async (t) => {
@@ -68,6 +74,47 @@ t.test('every route label is a route pattern of the app, or "unmatched"', async 
   t.match(text, /http_request_duration_seconds_count\{method="GET",route="\/api\/agents\/:id",status="404"\} [1-9]/, 'a junk id on a real route is counted under its pattern');
   t.match(text, /http_request_duration_seconds_count\{method="GET",route="\/api\/billing",status="200"\} [1-9]/);
   t.match(text, /http_request_duration_seconds_count\{method="GET",route="unmatched",status="404"\} [1-9]/, 'paths that match no route are "unmatched"');
+});
+
+t.test('span names: route patterns only, whatever connector and id a webhook names', async (t) => {
+  const exporter = new InMemorySpanExporter();
+  const tracing = installTracing({ serviceName: 'mas-metrics-test', exporter });
+  t.teardown(() => tracing.shutdown());
+  const agentId = await createAgent(svc.api, user.token);
+  const desk = await createIntegration(svc.api, user.token, { agentId, apiUrl: svc.config.helpdeskGlobalUrl, apiToken: 'chat2desk-api-token' });
+  const statuses = new Set<number>();
+  for (let n = 1; n <= 60; n++) {
+    const type = n % 3 === 0 ? 'helpdesk' : `${JUNK}c${n}`;
+    const id = n % 2 === 0 ? desk.id : `${JUNK}i${n}`;
+    statuses.add((await deliver(svc.api, id, { hook_type: 'outbox' }, { type, secret: desk.webhookSecret })).status);
+  }
+  t.same([...statuses].sort(), [200, 404], 'known and invented connectors and ids were sent');
+  const spans = exporter.getFinishedSpans().filter((s) => s.kind === 1 /* SERVER */);
+  t.ok(spans.length >= 60, `${spans.length} server spans`);
+  const names = new Set(spans.map((s) => s.name));
+  t.same([...names].sort(), ['POST /api/webhook/helpdesk/:id', 'POST unmatched'], 'two span names for 60 different paths');
+  t.notOk(JSON.stringify([...names, ...spans.map((s) => s.attributes['http.route'] ?? '')]).includes(JUNK), 'no invented segment in a span name or route');
+});
+
+t.test('/readyz answers whether it is ready, and nothing internal without the metrics token', async (t) => {
+  const open = await svc.api('GET', '/readyz');
+  t.equal(open.status, 200);
+  t.same(open.body, { ok: true, checks: { postgres: 'ok', nats: 'ok' } }, 'without METRICS_TOKEN set: only what the contract says');
+  t.notOk(JSON.stringify(open.body).includes(svc.config.natsPrefix), 'no stream names');
+
+  const token = randomBytes(24).toString('hex');
+  const closed = await startTestService(t, 'readyztok', { env: { METRICS_TOKEN: token } });
+  for (const authorization of [undefined, `Bearer ${token.slice(1)}`]) {
+    const anonymous = await closed.api('GET', '/readyz', { headers: authorization ? { authorization } : {} });
+    t.same(anonymous.body, { ok: true, checks: { postgres: 'ok', nats: 'ok' } }, authorization ? 'a wrong token: no details' : 'no token: no details');
+  }
+  const detailed = await closed.api('GET', '/readyz', { token });
+  t.equal(detailed.status, 200);
+  t.same(detailed.body.checks, {
+    postgres: 'ok',
+    nats: 'ok',
+    natsReplicas: { status: 'ok', expected: 1, streams: { [`${closed.config.natsPrefix}_INBOUND`]: { replicas: 1, current: 1, leader: null } } },
+  }, 'the metrics token sees how the streams are replicated');
 });
 
 t.test('METRICS_TOKEN: /metrics needs the bearer token when it is set', async (t) => {

@@ -4,6 +4,7 @@ import { createGatewayApp } from '../../gateway/app.js';
 import { listAppRoutes } from '../../gateway/http/route-table.js';
 import { createLogger } from '../../lib/logger.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { signUp, startTestService } from '../support/service.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { eventually, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
@@ -27,7 +28,7 @@ const intruderApiToken = await tokenOf(intruder);
 
 // The owner's resources.
 const kb = (await svc.api('POST', '/api/knowledge-bases', { token: owner.token, body: { name: 'KB' } })).body.knowledgeBase;
-const doc = (await svc.api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: owner.token, body: { title: 'Hours', content: 'We open at nine.' } })).body.document;
+const doc = await addDocument(svc.api, owner.token, kb.id, { title: 'Hours', content: 'We open at nine.' });
 const agent = (await svc.api('POST', '/api/agents', { token: owner.token, body: { name: 'Bot', knowledgeBaseId: kb.id, model: { provider: 'openai', name: 'm', baseUrl: stub.url, apiKey: 'sk-owner' } } })).body.agent;
 const integration = (await svc.api('POST', '/api/integrations', { token: owner.token, body: { type: 'helpdesk', name: 'Desk', agentId: agent.id, apiUrl: stub.url, apiToken: stub.token } })).body.integration;
 const worker = await startTestWorker(t, svc, { workerId: 'tenant-w' });

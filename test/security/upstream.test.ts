@@ -2,6 +2,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
@@ -39,7 +40,7 @@ const agentMessages = (integrationId: number, clientId: string) =>
 
 t.test('an endless answer to a reply send: cut off, reconciled, bounded; the worker goes on', async (t) => {
   const kb = (await svc.api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'FAQ' } })).body.knowledgeBase;
-  await svc.api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token: user.token, body: { title: 'Hours', content: 'We open at nine in the morning.' } });
+  await addDocument(svc.api, user.token, kb.id, { title: 'Hours', content: 'We open at nine in the morning.' });
   const agent = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Bot', knowledgeBaseId: kb.id } })).body.agent;
   const integration = await createHelpdeskIntegration(svc, user, helpdesk, 'Desk', agent.id);
   helpdesk.handle((req) => (req.method === 'POST' && req.path === '/v1/messages' && req.body?.client_id === 'flood' ? { status: 200, raw: endless } : undefined));

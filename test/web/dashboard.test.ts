@@ -283,6 +283,9 @@ t.test('knowledge: create a base, add and delete documents, search', async (t) =
   await page.getByLabel('Content').fill('Returns are free within 30 days.');
   await page.getByRole('button', { name: 'Add document' }).click();
   await page.getByText('Document “Returns” added.').waitFor();
+  // Read in the background: the list follows both to Ready before they are searched.
+  const documents = page.getByRole('table', { name: 'Documents' });
+  for (const title of ['Opening hours', 'Returns']) await documents.locator('tr', { hasText: title }).getByText('Ready').waitFor();
 
   await page.getByLabel('Search', { exact: true }).fill('deliveries');
   await page.getByRole('button', { name: 'Search', exact: true }).click();

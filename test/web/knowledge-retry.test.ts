@@ -2,7 +2,7 @@
 import { createServer } from 'node:http';
 import t from 'tap';
 import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
-import { waitForDocument } from '../support/knowledge.js';
+import { addDocument, waitForDocument } from '../support/knowledge.js';
 import { listenLocal } from '../support/local-server.js';
 import { startTestService } from '../support/service.js';
 
@@ -30,7 +30,7 @@ t.test('knowledge: a failed document is retried from the list and becomes ready;
   const pickup = await addPage('/pickup');
   const gone = await addPage('/gone');
   t.equal(pickup.status, 'failed');
-  const ready = (await api('POST', `/api/knowledge-bases/${kb.id}/documents`, { token, body: { title: 'Opening hours', content: 'We open at nine.' } })).body.document;
+  const ready = await addDocument(api, token, kb.id, { title: 'Opening hours', content: 'We open at nine.' });
   t.equal(ready.status, 'ready');
 
   await goTo(page, 'Knowledge');

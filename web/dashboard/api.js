@@ -139,6 +139,24 @@ export async function api(method, path, body, { signal, auth = true } = {}) {
   return text ? JSON.parse(text) : null;
 }
 
+/** The largest page a list answers (`limit`, contract.md: lists take limit ≤ 200 and offset, and answer total). */
+const MAX_PAGE = 200;
+
+/**
+ * Every item of a list, fetched page by page until its `total`, answered as `{ [key]: items }`
+ * like the list itself: the pages that pick among agents, knowledge bases or integrations need
+ * them all, and the company's quotas keep them few.
+ */
+export async function apiAll(path, key, { signal } = {}) {
+  const items = [];
+  for (;;) {
+    const page = await api('GET', `${path}${path.includes('?') ? '&' : '?'}limit=${MAX_PAGE}&offset=${items.length}`, undefined, { signal });
+    items.push(...page[key]);
+    // An empty page ends it too: items deleted meanwhile leave the total out of reach.
+    if (page[key].length === 0 || items.length >= page.total) return { [key]: items };
+  }
+}
+
 /** A multipart upload (FormData): the browser writes the boundary. Resolves with the parsed body; rejects with ApiError. */
 export async function apiUpload(path, form, { signal } = {}) {
   const res = await authFetch(path, { method: 'POST', signal, headers: { accept: 'application/json' }, body: form });

@@ -1,6 +1,6 @@
 // Agents: list, create, edit, delete. The model API key is write-only: the form never shows
 // a stored key, it only says whether one is set.
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 
 const NO_ANSWER = [
@@ -168,12 +168,12 @@ export function render(root, { signal }) {
   }
 
   async function load() {
-    const kbs = api('GET', '/api/knowledge-bases', undefined, { signal }).catch((err) => {
+    const kbs = apiAll('/api/knowledge-bases', 'knowledgeBases', { signal }).catch((err) => {
       if (err.name === 'AbortError') throw err;
       return { knowledgeBases: [] }; // knowledge is optional for an agent
     });
     try {
-      const [agents, knowledge] = await Promise.all([api('GET', '/api/agents', undefined, { signal }), kbs]);
+      const [agents, knowledge] = await Promise.all([apiAll('/api/agents', 'agents', { signal }), kbs]);
       state.agents = agents.agents;
       state.knowledgeBases = knowledge.knowledgeBases ?? [];
       if (!state.editing) fillKnowledgeBases(kb.value);

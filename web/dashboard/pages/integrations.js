@@ -3,7 +3,7 @@
 // switch them on and off, register the helpdesk webhook, show whether webhooks arrive (last
 // webhook, refusals for a bad signature in the last hour and why), and give webchat
 // integrations their embed snippet.
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, checkbox, copyField, field, h, messages, replace, select, time, uid } from '../dom.js';
 
 const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
@@ -245,7 +245,7 @@ export function render(root, { signal }) {
 
   async function load() {
     try {
-      const [integrations, agents] = await Promise.all([api('GET', '/api/integrations', undefined, { signal }), api('GET', '/api/agents', undefined, { signal })]);
+      const [integrations, agents] = await Promise.all([apiAll('/api/integrations', 'integrations', { signal }), apiAll('/api/agents', 'agents', { signal })]);
       state.integrations = integrations.integrations;
       state.agents = agents.agents;
       fillAgents();

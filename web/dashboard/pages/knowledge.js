@@ -1,8 +1,11 @@
 // Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
 // a file, a page by URL, or typed text); watch their processing (status, progress bars);
 // retry a failed one; preview a document's chunks; edit the base's own synonyms; try a search.
-import { api, apiUpload, seg } from '../api.js';
+import { api, apiAll, apiUpload, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
+
+const SYNONYMS_PER_GROUP = 20;
+const SYNONYM_LENGTH = 60;
 
 const LANGUAGES = ['simple', 'english', 'russian', 'german', 'french', 'spanish', 'italian', 'portuguese', 'dutch', 'turkish'].map((l) => ({ value: l, label: l }));
 const FORMATS = [
@@ -190,7 +193,8 @@ export function render(root, { signal }) {
     }
   }
 
-  // The base's own synonyms: one group per line, its words or phrases separated by commas.
+  // The base's own synonyms: one group per line, its words or phrases separated by commas
+  // (limits of the API, lib/knowledge/search.ts; the number of groups is the company's quota).
   const synonyms = h('textarea', { name: 'synonyms', rows: 4, placeholder: 'esim, embedded sim, digital sim\nsim card, simcard, sim' });
   const synonymsButton = h('button', { type: 'submit', class: 'secondary' }, 'Save synonyms');
   const synonymsMsg = messages();
@@ -198,7 +202,7 @@ export function render(root, { signal }) {
     'form',
     { method: 'post', 'aria-labelledby': 'kb-synonyms' },
     h('h3', { id: 'kb-synonyms' }, 'Synonyms'),
-    field('Words your customers use for the same thing', synonyms, 'One group per line, separated by commas. Common English and Russian ones are built in.'),
+    field('Words your customers use for the same thing', synonyms, `One group per line, separated by commas: up to ${SYNONYMS_PER_GROUP} words or phrases of up to ${SYNONYM_LENGTH} characters each, at most 2000 groups. Common English and Russian ones are built in.`),
     h('div', { class: 'actions' }, synonymsButton),
     synonymsMsg.el,
   );
@@ -208,8 +212,17 @@ export function render(root, { signal }) {
     const id = state.selectedId;
     const groups = synonyms.value.split('\n').map((line) => line.split(',').map((w) => w.trim()).filter(Boolean)).filter((g) => g.length);
     const lonely = groups.find((g) => g.length < 2);
-    if (lonely) {
-      synonymsMsg.error(new Error(`“${lonely[0]}” needs at least one other word on its line.`));
+    const crowded = groups.find((g) => g.length > SYNONYMS_PER_GROUP);
+    const long = groups.flat().find((w) => w.length > SYNONYM_LENGTH);
+    const problem = lonely
+      ? `“${lonely[0]}” needs at least one other word on its line.`
+      : crowded
+        ? `The line starting “${crowded[0]}” has ${crowded.length} entries; at most ${SYNONYMS_PER_GROUP}.`
+        : long
+          ? `“${long.slice(0, 30)}…” is longer than ${SYNONYM_LENGTH} characters.`
+          : null;
+    if (problem) {
+      synonymsMsg.error(new Error(problem));
       synonyms.focus();
       return;
     }
@@ -413,7 +426,7 @@ export function render(root, { signal }) {
 
   async function load() {
     try {
-      const out = await api('GET', '/api/knowledge-bases', undefined, { signal });
+      const out = await apiAll('/api/knowledge-bases', 'knowledgeBases', { signal });
       state.knowledgeBases = out.knowledgeBases ?? [];
       renderKbList();
       if (state.knowledgeBases.length && state.selectedId === null) choose(state.knowledgeBases[0].id);

@@ -1,7 +1,7 @@
 // Leads: one board per pipeline (a column per stage, a card per lead). A card moves to another
 // stage by dragging it onto that column, or with its "Move to" list (keyboard, screen readers).
 // One lead: its stage, its conversations (links to the conversation page) and its moves.
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
 
 const PAGE_SIZE = 50;
@@ -144,7 +144,7 @@ function renderBoards(root, { signal }) {
   async function load() {
     const gen = ++state.generation;
     try {
-      const { pipelines } = await api('GET', '/api/pipelines', undefined, { signal });
+      const { pipelines } = await apiAll('/api/pipelines', 'pipelines', { signal });
       const sorted = [...pipelines].sort((a, b) => Number(b.isDefault) - Number(a.isDefault) || a.id - b.id);
       const pages = await Promise.all(
         sorted.map((p) => Promise.all(p.stages.map((s) => api('GET', `/api/leads?pipelineId=${seg(p.id)}&stageId=${seg(s.id)}&limit=${PAGE_SIZE}`, undefined, { signal })))),
@@ -202,7 +202,7 @@ function renderLead(root, { signal }, id) {
 
   async function load() {
     try {
-      const [{ lead }, { pipelines }] = await Promise.all([api('GET', `/api/leads/${seg(id)}`, undefined, { signal }), api('GET', '/api/pipelines', undefined, { signal })]);
+      const [{ lead }, { pipelines }] = await Promise.all([api('GET', `/api/leads/${seg(id)}`, undefined, { signal }), apiAll('/api/pipelines', 'pipelines', { signal })]);
       const stages = stageIndex(pipelines);
       const stageName = (stageId) => (stageId == null ? '—' : (stages.get(stageId)?.stage.name ?? `stage ${stageId}`));
       heading.textContent = `Lead ${lead.clientId}`;

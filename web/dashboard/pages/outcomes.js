@@ -1,7 +1,7 @@
 // Outcomes: what the agents achieved over a period (GET /api/analytics): the figures, and
 // per UTC day a chart of sessions (started, auto-resolved, handed off) and one of model cost,
 // each with its data as a table. Charts are SVG built with DOM calls: no library, no CDN.
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, svg, table, uid } from '../dom.js';
 
 const DAY_MS = 86_400_000;
@@ -41,7 +41,7 @@ export function render(root, { signal }) {
 
   async function loadAgents() {
     try {
-      const { agents } = await api('GET', '/api/agents', undefined, { signal });
+      const { agents } = await apiAll('/api/agents', 'agents', { signal });
       for (const a of agents) agent.append(h('option', { value: String(a.id) }, a.name));
     } catch (err) {
       if (err.name !== 'AbortError') msg.error(err);

@@ -1,5 +1,5 @@
 // Settings: company API tokens (shown once), credit balance and ledger, pipelines.
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, copyField, field, h, messages, replace, table, time } from '../dom.js';
 
 const LEDGER_KIND = { signup_bonus: 'Sign-up bonus', model_usage: 'Model usage' };
@@ -38,7 +38,7 @@ export function render(root, { signal }) {
 
   async function loadTokens() {
     try {
-      const { apiTokens } = await api('GET', '/api/api-tokens', undefined, { signal });
+      const { apiTokens } = await apiAll('/api/api-tokens', 'apiTokens', { signal });
       replace(
         tokensEl,
         table(
@@ -135,7 +135,7 @@ export function render(root, { signal }) {
   const pipelinesMsg = messages();
   async function loadPipelines() {
     try {
-      const { pipelines } = await api('GET', '/api/pipelines', undefined, { signal });
+      const { pipelines } = await apiAll('/api/pipelines', 'pipelines', { signal });
       const sorted = [...pipelines].sort((a, b) => Number(b.isDefault) - Number(a.isDefault));
       replace(
         pipelinesEl,

@@ -1,7 +1,7 @@
 // Test agent: put questions to an agent before customers do. Each case is a question and the
 // phrases its answer must contain; the results show pass / fail, the answer and its sources.
 // Nothing is sent to anyone (POST /api/agents/:id/evaluations).
-import { api, seg } from '../api.js';
+import { api, apiAll, seg } from '../api.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
 
 const phrasesOf = (text) => text.split(/[,;\n]/).map((p) => p.trim()).filter(Boolean);
@@ -100,7 +100,7 @@ export function render(root, { signal }) {
   async function showLatest() {
     if (!agentSelect.value) return renderResults(null);
     try {
-      const { evaluations } = await api('GET', `/api/agents/${seg(agentSelect.value)}/evaluations`, undefined, { signal });
+      const { evaluations } = await api('GET', `/api/agents/${seg(agentSelect.value)}/evaluations?limit=1`, undefined, { signal });
       renderResults(evaluations?.[0] ?? null);
     } catch (err) {
       if (err.name !== 'AbortError') formMsg.error(err);
@@ -110,7 +110,7 @@ export function render(root, { signal }) {
 
   async function load() {
     try {
-      const { agents } = await api('GET', '/api/agents', undefined, { signal });
+      const { agents } = await apiAll('/api/agents', 'agents', { signal });
       state.agents = agents ?? [];
       replace(agentSelect, state.agents.length ? state.agents.map((a) => h('option', { value: String(a.id) }, a.name)) : h('option', { value: '' }, 'No agents yet'));
       await showLatest();
