@@ -106,7 +106,7 @@ t.test('documents that froze the gateway (issue #26): the other company is not s
   for (const [label, body, expected] of cases) {
     t.test(label, async (t) => {
       const w = await watched(t, () => addAndWait(t, body));
-      t.match(w.result, expected, 'its result');
+      t.match(w.result, expected, `its result (${w.result.status}: ${w.result.error ?? 'no error'})`);
       checkBystander(t, w);
     });
   }
@@ -131,7 +131,8 @@ t.test('a PDF bomb hidden from the measure (an object inside another stream): th
   const w = await watched(t, () => addAndWait(t, { file: { name: 'hidden.pdf', bytes: pdf } }));
   t.match(w.result, { status: 'failed', error: `reading the document needs more than ${MEMORY_MB} MB of memory`, chunks: 0 });
   checkBystander(t, w);
-  t.match(await addAndWait(t, { title: 'After', content: 'The next document is read by a new thread.' }), { status: 'ready', chunks: 1 }, 'the next document is read');
+  const after = await addAndWait(t, { title: 'After', content: 'The next document is read by a new thread.' });
+  t.match(after, { status: 'ready', chunks: 1 }, `the next document is read (${after.status}: ${after.error ?? 'no error'})`);
   t.equal((await api('GET', '/healthz')).status, 200, 'the gateway is up');
 });
 
@@ -167,13 +168,16 @@ t.test('fair: one company queues 10 pages that trickle, another company\'s page 
   const res = await api('POST', `/api/knowledge-bases/${other}/documents`, { token: bystander.token, body: { url: `${url}/small` } });
   const page = await waitForDocument(api, bystander.token, other, res.body.document.id, 10_000);
   const tookMs = performance.now() - began;
-  t.match(page, { status: 'ready', title: 'Pickup' });
+  t.match(page, { status: 'ready', title: 'Pickup' }, `the other company's page is read (${page.status}: ${page.error ?? 'no error'})`);
   t.ok(tookMs < 3000, `the other company's page was ready in ${Math.round(tookMs)} ms, behind none of the 10`);
   t.equal(mostAtOnce, 1, 'the trickling company had one page fetched at a time (INGEST_MAX_PER_COMPANY)');
 
   released = true;
   for (const r of trickling) r.end('</p>');
-  for (const id of slow) t.match(await waitForDocument(api, hostile.token, kb, id, 30_000), { status: 'ready', title: 'Slow page' }, 'each trickling page ends ready, nothing lost');
+  for (const id of slow) {
+    const doc = await waitForDocument(api, hostile.token, kb, id, 30_000);
+    t.match(doc, { status: 'ready', title: 'Slow page' }, `each trickling page ends ready, nothing lost (${doc.status}: ${doc.error ?? 'no error'})`);
+  }
 });
 
 t.test('the deadline (INGEST_TIMEOUT_MS): a document read past it fails, its thread is replaced', async (t) => {
