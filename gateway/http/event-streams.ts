@@ -38,13 +38,11 @@ export interface EventStream {
  */
 export class EventStreams {
   readonly #credentials: CredentialWatch;
-  readonly #maxPerCompany: number;
   readonly #heartbeatMs: number;
   readonly #open: PerKeyLimit<number>;
 
   constructor(options: EventStreamsOptions) {
     this.#credentials = options.credentials;
-    this.#maxPerCompany = options.maxPerCompany;
     this.#heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     this.#open = new PerKeyLimit(options.maxPerCompany);
   }
@@ -64,7 +62,7 @@ export class EventStreams {
     const { companyId } = principal;
     const release = this.#open.take(companyId);
     if (!release) {
-      throw new AppError('RATE_LIMITED', `This company already has ${this.#maxPerCompany} live streams open; close one or retry later.`, {
+      throw new AppError('RATE_LIMITED', `This company already has ${this.#open.max} live streams open; close one or retry later.`, {
         headers: { 'Retry-After': String(FULL_RETRY_AFTER_SECONDS) },
       });
     }

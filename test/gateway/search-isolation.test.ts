@@ -10,7 +10,7 @@ import { listenLocal, readBody } from '../support/local-server.js';
 import { seededRandom } from '../support/random.js';
 import { signUp, startTestService, type ApiClient, type TestService } from '../support/service.js';
 import { deliver } from '../support/webhooks.js';
-import { createHelpdeskIntegration, echoAgent, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 /**
  * One tenant's knowledge searches cannot slow another down (contract.md § No tenant slows
@@ -206,7 +206,7 @@ t.test('replies keep flowing while every API connection is taken', async (t) => 
   const stub = await startChat2DeskStub(t);
   const user = await signUp(svc.api, 'Replies');
   const integration = await createHelpdeskIntegration(svc, user, stub);
-  const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'saturated-1' });
+  const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'saturated-1' });
   await waitForPartitions([worker], 2);
   const kb = await createBase(svc.api, user.token, { name: 'Help' });
   await seedDocument(svc.orm, { companyId: user.companyId, knowledgeBaseId: kb }, 'Doc', '## One\n\nSome text.');

@@ -2,7 +2,7 @@ import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService, type ApiClient } from '../support/service.js';
 import { startPeerGateway } from '../support/webhooks.js';
-import { createHelpdeskIntegration, echoAgent, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 /**
  * A live Server-Sent Events stream (`GET /api/conversations/:id/inspect`) lasts no longer
@@ -21,7 +21,7 @@ const TTL_SECONDS = 10;
 const svc = await startTestService(t, 'event_streams', { env: { ACCESS_TOKEN_TTL_SECONDS: String(TTL_SECONDS), PARTITIONS: '2' } });
 const peer = await startPeerGateway(t, svc);
 const stub = await startChat2DeskStub(t);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'sse' });
+const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'sse' });
 await waitForPartitions([worker], 2);
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -33,7 +33,7 @@ async function login(user: User): Promise<{ token: string; expiresAt: number }> 
   return { token: res.body.session.access_token, expiresAt: res.body.session.expires_at };
 }
 
-/** A company with one conversation (a customer message answered by the echo agent). */
+/** A company with one conversation (a customer message answered by the built-in agent). */
 async function companyWithConversation(name: string): Promise<{ user: User; integration: { id: number; companyId: number }; conversationId: number }> {
   const user = await signUp(svc.api, name);
   const integration = await createHelpdeskIntegration(svc, user, stub, name);
