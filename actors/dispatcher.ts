@@ -151,7 +151,7 @@ with done as (
 )
 update conversation_messages m set delivery = d.status, external_id = coalesce(d.external_id, m.external_id), delivery_error = d.error
 from outbox_done d where m.id = d.message_id
-returning m.id, m.company_id, m.conversation_id, m.seq, m.role, m.kind, m.text, m.external_id, m.reply_to_id, m.delivery, m.delivery_error, m.created_at`;
+returning m.id, m.company_id, m.conversation_id, m.seq, m.role, m.kind, m.text, m.external_id, m.reply_to_id, m.delivery, m.delivery_error, m.sources, m.confidence, m.created_at`;
 
 const RETRY_LATER_SQL = `
 update outbox o set status = case when r.uncertain then 'sending' else 'pending' end, claimed_until = null, last_error = r.error,
@@ -327,7 +327,7 @@ export class OutboxDispatcher {
     const notice: ConversationNotice = {
       type: 'message',
       conversationId: row.conversation_id,
-      message: messageView({ id: msg.id, seq: msg.seq, role: msg.role, kind: msg.kind, text: msg.text, externalId: msg.external_id, replyToId: msg.reply_to_id, delivery: msg.delivery, deliveryError: msg.delivery_error, createdAt: msg.created_at }),
+      message: messageView({ id: msg.id, seq: msg.seq, role: msg.role, kind: msg.kind, text: msg.text, externalId: msg.external_id, replyToId: msg.reply_to_id, delivery: msg.delivery, deliveryError: msg.delivery_error, sources: msg.sources ?? null, confidence: msg.confidence ?? null, createdAt: msg.created_at }),
     };
     try {
       this.#deps.nc.publish(this.#deps.names.conversationEvents(row.company_id, row.conversation_id), JSON.stringify(notice));

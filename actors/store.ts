@@ -21,11 +21,11 @@ export type ConversationRow = Omit<Row<Conversation>, 'snapshot'> & {
 };
 
 /** A message row as the worker reads and returns it (attachments are never read back). */
-export type MessageRow = Omit<Row<ConversationMessage>, 'attachments' | 'delivery_error' | 'sources'> &
-  Partial<Pick<Row<ConversationMessage>, 'delivery_error' | 'sources'>>;
+export type MessageRow = Omit<Row<ConversationMessage>, 'attachments' | 'delivery_error' | 'sources' | 'confidence'> &
+  Partial<Pick<Row<ConversationMessage>, 'delivery_error' | 'sources' | 'confidence'>>;
 
 /** A message to insert (its id and time come from the database). */
-export type NewMessage = Omit<ConversationMessage, 'id' | 'createdAt' | 'deliveryError' | 'sources'> & Partial<Pick<ConversationMessage, 'sources'>>;
+export type NewMessage = Omit<ConversationMessage, 'id' | 'createdAt' | 'deliveryError' | 'sources' | 'confidence'> & Partial<Pick<ConversationMessage, 'sources' | 'confidence'>>;
 
 /** A transition log entry to insert (its id and time come from the database). */
 export type NewTransition = Omit<ConversationTransition, 'id' | 'at'>;
@@ -160,17 +160,17 @@ export async function setReceiptOutcomes(c: SqlClient, list: { integrationId: nu
  * reply per answered message) is skipped and missing from what it returns.
  */
 const insertMessagesFromJson = (param: string) => `
-  insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources)
-  select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources
+  insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources, confidence)
+  select company_id, conversation_id, seq, role, kind, text, external_id, reply_to_id, delivery, attachments, sources, confidence
   from json_to_recordset(${param}::json)
-    as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb, sources jsonb)
+    as v(company_id int, conversation_id int, seq int, role text, kind text, text text, external_id text, reply_to_id bigint, delivery text, attachments jsonb, sources jsonb, confidence real)
   on conflict do nothing returning id::text as id, conversation_id, seq, created_at`;
 
 const messageRecords = (list: NewMessage[]) =>
   JSON.stringify(
     list.map((m) => ({
       company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments, sources: m.sources ?? null,
+      external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, attachments: m.attachments, sources: m.sources ?? null, confidence: m.confidence ?? null,
     })),
   );
 
@@ -178,7 +178,7 @@ const messageRecords = (list: NewMessage[]) =>
 export function storedMessage(m: NewMessage, inserted: { id: string; created_at: Date }): MessageRow {
   return {
     id: inserted.id, company_id: m.companyId, conversation_id: m.conversationId, seq: m.seq, role: m.role, kind: m.kind, text: m.text,
-    external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, sources: m.sources ?? null, created_at: inserted.created_at,
+    external_id: m.externalId, reply_to_id: m.replyToId, delivery: m.delivery, delivery_error: null, sources: m.sources ?? null, confidence: m.confidence ?? null, created_at: inserted.created_at,
   };
 }
 

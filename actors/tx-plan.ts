@@ -99,7 +99,7 @@ export function rowToView(c: ConversationRow): ConversationView {
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id,
-    replyToId: m.reply_to_id, delivery: m.delivery, sources: m.sources ?? null, createdAt: m.created_at,
+    replyToId: m.reply_to_id, delivery: m.delivery, sources: m.sources ?? null, confidence: m.confidence ?? null, createdAt: m.created_at,
   });
 }
 
@@ -158,7 +158,7 @@ export class TxPlan {
   /** Plans a message of the conversation (the next seq), optionally with its outbox row. */
   addMessage(
     conv: ConversationRow,
-    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'kind' | 'replyToId' | 'delivery' | 'sources'>>,
+    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'kind' | 'replyToId' | 'delivery' | 'sources' | 'confidence'>>,
     outboxKind: PlannedMessage['outboxKind'] = null,
   ): void {
     conv.message_seq += 1;
@@ -166,7 +166,7 @@ export class TxPlan {
       conv,
       row: {
         companyId: conv.company_id, conversationId: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
-        externalId: null, replyToId: m.replyToId ?? null, delivery: m.delivery ?? null, attachments: [], sources: m.sources ?? null,
+        externalId: null, replyToId: m.replyToId ?? null, delivery: m.delivery ?? null, attachments: [], sources: m.sources ?? null, confidence: m.confidence ?? null,
       },
       outboxKind,
       stored: null,
@@ -243,7 +243,7 @@ export class TxPlan {
         const p = action.params as AgentReplyParams;
         // The agent closed the conversation without a last word.
         if (!p.text.trim()) return 'nothing to say';
-        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null }, hold ? null : closing ? 'closing_reply' : 'agent_reply');
+        this.addMessage(conv, { role: 'agent', kind: 'reply', text: p.text, replyToId: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null, confidence: p.confidence ?? null }, hold ? null : closing ? 'closing_reply' : 'agent_reply');
         return hold ? 'cancelled: an operator took over' : 'queued';
       }
       case 'session_transfer_external': {

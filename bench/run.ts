@@ -16,6 +16,7 @@ import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
 import { runReplicas } from './sections/replicas.js';
 import { runModels } from './sections/models.js';
+import { runTrust } from './sections/trust.js';
 import { runWebchat } from './sections/webchat.js';
 import type { BenchContext, Row, SectionResult } from './sections/types.js';
 
@@ -67,6 +68,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   ingestion: runIngestion,
   replicas: runReplicas,
   models: runModels,
+  trust: runTrust,
 };
 
 const startedAt = new Date();

@@ -43,6 +43,7 @@ import { widgetRouteDocs, widgetRoutes } from './webchat/widget-route.js';
 import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
 import { evaluationRouteDocs, evaluationRoutes } from './routes/evaluations.js';
 import { knowledgeBodyParser, knowledgeRouteDocs, knowledgeRoutes } from './routes/knowledge.js';
+import { knowledgeGapRouteDocs, knowledgeGapRoutes } from './routes/knowledge-gaps.js';
 
 export interface GatewayDeps {
   config: Config;
@@ -153,6 +154,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   mount('/api/agents', evaluationRoutes({ auth, config, sql, secrets, vectors, logger }), evaluationRouteDocs);
   mount('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, sql, now }), integrationRouteDocs);
   mount('/api/knowledge-bases', knowledgeRoutes({ auth, config, sql, secrets, vectors, ingestor, logger }), knowledgeRouteDocs);
+  mount('/api/knowledge-bases', knowledgeGapRoutes({ auth, sql, now }), knowledgeGapRouteDocs);
   mount('/api', billingRoutes(auth), billingRouteDocs);
   mount('/api', conversationRoutes({ auth, config, nc: deps.nc, logger, streams }), conversationRouteDocs);
   mount('/api', leadRoutes({ auth, sql }), leadRouteDocs);

@@ -34,6 +34,8 @@ export interface MessageView {
   deliveryError: string | null;
   /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`, empty when none); null for other messages. */
   sources: { documentId: number; chunkId: number; title: string }[] | null;
+  /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); else null. */
+  confidence: number | null;
   createdAt: string;
 }
 
@@ -96,6 +98,7 @@ export interface MessageLike {
   delivery: string | null;
   deliveryError?: string | null;
   sources?: { documentId: number; chunkId: number; title: string }[] | null;
+  confidence?: number | null;
   createdAt: Date | string;
 }
 
@@ -111,6 +114,7 @@ export function messageView(m: MessageLike): MessageView {
     delivery: m.delivery,
     deliveryError: m.deliveryError ?? null,
     sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
+    confidence: m.confidence ?? null,
     createdAt: iso(m.createdAt)!,
   };
 }

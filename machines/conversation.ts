@@ -256,6 +256,7 @@ export const conversationMachine = setup({
                       messageId: context.lastCustomerMessageId,
                       text: event.output.kind === 'reply' ? event.output.text : '',
                       ...(event.output.kind === 'reply' && Array.isArray(event.output.sources) ? { sources: event.output.sources } : {}),
+                      ...(event.output.kind === 'reply' && typeof event.output.confidence === 'number' ? { confidence: event.output.confidence } : {}),
                     }),
                   },
                   'moveLead',

@@ -112,6 +112,8 @@ export interface ConversationMessage {
   attachments: unknown[];
   /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`); null for other messages. */
   sources: ReplySource[] | null;
+  /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null otherwise. */
+  confidence: number | null;
   createdAt: Date;
 }
 
@@ -133,6 +135,7 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     deliveryError: { type: 'text', nullable: true },
     attachments: { type: 'json', default: '[]' },
     sources: { type: 'json', nullable: true },
+    confidence: { type: 'float', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });

@@ -138,15 +138,48 @@ export interface ReplySource {
   title: string;
 }
 
-/** What every answer may carry besides its text: the lead stage the agent moved the customer to (its set_lead_stage tool). */
+/** The passage an answer decision found best, with how sure the agent is that it answers the question. */
+export interface DecisionPassage {
+  documentId: number;
+  chunkId: number;
+  title: string;
+  /** 0–1: how well the passage answers the question (lib/knowledge/confidence.ts). */
+  confidence: number;
+}
+
+/**
+ * What the agent decided for a customer message (contract.md § Answers a company can trust),
+ * recorded in the transition log with the answer (the `output.decision` of its
+ * `xstate.done.actor.agent` transition): knowledge gaps are read from the no-answers.
+ * - `greeting` / `thanks`: small talk, answered with a short reply (no knowledge, no sources);
+ * - `answer`: a passage reached the agent's threshold;
+ * - `no_answer`: none did (`best` is the best passage found, if any): the agent's `onNoAnswer`,
+ *   or a model reply that was withheld;
+ * - `asked_for_human`: the customer asked for a person.
+ */
+export interface AnswerDecision {
+  kind: 'greeting' | 'thanks' | 'answer' | 'no_answer' | 'asked_for_human';
+  /** The base searched (null: the agent has none). */
+  knowledgeBaseId: number | null;
+  /** The customer's question as answered (bounded). */
+  question: string;
+  /** The agent's relevanceThreshold at the time. */
+  threshold: number;
+  best: DecisionPassage | null;
+}
+
+/** What every answer may carry besides its text: the lead stage the agent moved the customer to (its set_lead_stage tool), the decision behind it. */
 interface AgentOutputExtras {
   leadStage?: string;
+  decision?: AnswerDecision;
 }
 
 export type AgentOutput = AgentOutputExtras &
   (
-    | { kind: 'reply'; text: string; usage?: ModelUsage; sources?: ReplySource[] }
-    | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string }
+    /** `withheld` (with `onNoAnswer: "fallback"`): the model reply that the fallback `text` replaced, kept for the log. */
+    | { kind: 'reply'; text: string; usage?: ModelUsage; sources?: ReplySource[]; confidence?: number; withheld?: string }
+    /** `withheld`: a model reply that was not sent (it promised what no tool did), kept for the log. */
+    | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string; withheld?: string }
     /** The agent closed the conversation (its close_conversation tool), after saying `text` if any. */
     | { kind: 'close'; reason: string; text?: string; usage?: ModelUsage }
   );
@@ -165,6 +198,8 @@ export interface AgentReplyParams {
   messageId: string | null;
   text: string;
   sources?: ReplySource[];
+  /** 0–1: how sure the agent was that its sources answer the question (grounded replies only). */
+  confidence?: number;
 }
 
 /**

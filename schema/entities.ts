@@ -374,7 +374,9 @@ export interface Agent {
   onNoAnswer: 'handoff' | 'fallback';
   /** What the customer is told when nothing relevant is found; null = the default. */
   fallbackMessage: string | null;
-  /** A passage's relevance (0–1) below which the agent has no answer. */
+  /** The short reply to a greeting ("hi", "привет"); null = the default text in the customer's language. */
+  greeting: string | null;
+  /** A passage's confidence (0–1, lib/knowledge/confidence.ts) below which the agent has no answer. */
   relevanceThreshold: number;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
   debounceMs: number;
@@ -404,7 +406,8 @@ export const AgentSchema = new EntitySchema<Agent>({
     spendCapUsdPerDay: { type: 'decimal', precision: 18, scale: 6, nullable: true },
     onNoAnswer: { type: 'text', default: 'handoff' },
     fallbackMessage: { type: 'text', nullable: true },
-    relevanceThreshold: { type: 'float', default: 0.5 },
+    greeting: { type: 'text', nullable: true },
+    relevanceThreshold: { type: 'float', default: 0.4 },
     debounceMs: { type: 'integer', default: 0 },
     hours: { type: 'json', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },

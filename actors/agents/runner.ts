@@ -1,12 +1,13 @@
 import type { Config } from '../../lib/config.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
+import { answerDecision, answeringPassage } from '../../lib/agents/decision.js';
 import { agentProfile, builtinAnswer, DEFAULT_PASSAGES, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
 import { DEFAULT_ANSWER_LENGTH, wantsHuman } from '../../lib/agents/builtin.js';
 import { ModelCallCancelled, type ModelCall } from '../../lib/agents/openai-model.js';
 import { directAdmission, type CreditAdmission } from '../../lib/credit.js';
 import { DEFAULT_HISTORY_TOKEN_BUDGET } from '../../lib/agents/prompt.js';
 import { loadBaseInfo, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
-import { bestKnowledgeMatches, searchText, type BestMatch, type Question } from '../../lib/knowledge/search.js';
+import { bestKnowledgeMatches, searchText, type AnswerCandidates, type Question } from '../../lib/knowledge/search.js';
 import { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
@@ -82,6 +83,9 @@ interface AgentConfig {
   base: KnowledgeBaseInfo | null;
 }
 
+const askedForHuman = (config: AgentConfig, question: string) =>
+  answerDecision('asked_for_human', { knowledgeBaseId: config.base?.id ?? null, question, threshold: config.profile.relevanceThreshold });
+
 export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOptions = {}): AgentRunner {
   const { orm, sql, secrets, logger } = deps;
   const ttl = options.cacheTtlMs ?? 5_000;
@@ -123,12 +127,12 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   }
 
   // Questions asked while a lookup runs go together in the next one (one statement for many).
-  const lookups = new Batcher<Question, BestMatch | null>((questions) => bestKnowledgeMatches(sql, questions));
-  // Customers ask the same things ("when are you open?"): the best chunk of a question, as
+  const lookups = new Batcher<Question, AnswerCandidates | null>((questions) => bestKnowledgeMatches(sql, questions));
+  // Customers ask the same things ("when are you open?"): the answering chunk of a question, as
   // searched (stop words out, lowercase), is kept per base and content version, so an edit
   // of the base is seen as soon as the agent's config is (cacheTtlMs).
-  const matches = new Map<string, BestMatch | null>();
-  const lookup = async (q: Question, version: string): Promise<BestMatch | null> => {
+  const matches = new Map<string, AnswerCandidates | null>();
+  const lookup = async (q: Question, version: string): Promise<AnswerCandidates | null> => {
     const key = `${q.knowledgeBaseId}:${version}:${searchText(q.query)}`;
     if (matches.has(key)) {
       const hit = matches.get(key)!;
@@ -139,7 +143,9 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     const found = await lookups.submit(q);
     if (matchCacheEntries > 0) {
       if (matches.size >= matchCacheEntries) matches.delete(matches.keys().next().value!);
-      matches.set(key, found);
+      // Only the passage the answer comes from is kept (its rivals' texts would quadruple the cache).
+      const best = found && answeringPassage(found.passages);
+      matches.set(key, best && { passages: [{ ...best, matches: undefined }], facts: null });
     }
     return found;
   };
@@ -177,7 +183,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       const config = await configOf(input.companyId, input.agentId);
       if (!config) return handoff(null, wantsHuman(input.text) ? 'asked_for_human' : 'no_answer');
       // The customer asks for a person: no model call, no cost.
-      if (wantsHuman(input.text)) return handoff(config.profile, 'asked_for_human');
+      if (wantsHuman(input.text)) return handoff(config.profile, 'asked_for_human', { decision: askedForHuman(config, input.text) });
       if (input.signal?.aborted) throw new ModelCallCancelled();
       if (config.profile.provider === 'openai') return model(input, config);
       const version = config.base?.contentVersion ?? '0';

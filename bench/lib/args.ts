@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {

@@ -39,6 +39,8 @@ interface AgentInput {
   onNoAnswer?: 'handoff' | 'fallback';
   /** null restores the default. */
   fallbackMessage?: string | null;
+  /** The short reply to a greeting; null: a default in the customer's language (a thanks always gets the default). */
+  greeting?: string | null;
   relevanceThreshold?: number;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
   debounceMs?: number;
@@ -123,6 +125,7 @@ const agentProperties = {
   spendCapUsdPerDay: { type: ['string', 'null'], pattern: USD_AMOUNT },
   onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
   fallbackMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
+  greeting: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S', description: 'The short reply to a greeting ("hi", "good morning"); null: a default in the customer\'s language. A thanks always gets the default ("You\'re welcome!…") in the customer\'s language.' },
   relevanceThreshold: FRACTION,
   debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS },
   hours: hoursSchema,
@@ -140,6 +143,7 @@ export const agentView = (a: Agent) => ({
   spendCapUsdPerDay: a.spendCapUsdPerDay === null ? null : formatUsd(a.spendCapUsdPerDay),
   onNoAnswer: a.onNoAnswer,
   fallbackMessage: a.fallbackMessage ?? DEFAULT_FALLBACK_TEXT,
+  greeting: a.greeting,
   relevanceThreshold: a.relevanceThreshold,
   debounceMs: a.debounceMs,
   hours: a.hours,
@@ -210,7 +214,7 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: Age
       companyId: tenant.companyId, name: body.name.trim(), systemPrompt: body.systemPrompt ?? '', modelProvider: 'builtin',
       modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null, modelMaxConcurrency: null,
       knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
-      onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null,
+      onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null, greeting: body.greeting?.trim() ?? null,
       relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
       debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
       createdAt: now, updatedAt: now,
@@ -243,6 +247,7 @@ export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: Age
     if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
     if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
     if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
+    if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
     if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
     if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
     if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
@@ -272,6 +277,7 @@ const AGENT_SCHEMA = object(
     spendCapUsdPerDay: nullable(USD),
     onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
     fallbackMessage: STRING,
+    greeting: { ...nullable(STRING), description: 'The short reply to a greeting; null: a default in the customer\'s language.' },
     relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
     debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS, description: 'Customer messages within this many ms of each other are answered once, together (0: off).' },
     hours: hoursSchema,
@@ -297,6 +303,7 @@ const EXAMPLE_AGENT = {
   spendCapUsdPerDay: null,
   onNoAnswer: 'handoff',
   fallbackMessage: DEFAULT_FALLBACK_TEXT,
+  greeting: 'Hello! Ask me anything about your order.',
   relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD,
   debounceMs: 1500,
   hours: EXAMPLE_HOURS,
@@ -333,7 +340,7 @@ export const agentRouteDocs: readonly RouteDoc[] = [
     method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
     summary: 'Change an agent (only the fields sent; null restores a default)',
     params: [AGENT_ID],
-    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', debounceMs: 1500, hours: EXAMPLE_HOURS } },
+    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
     responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
     errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
   },

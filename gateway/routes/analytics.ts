@@ -28,7 +28,7 @@ const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A period bound: a UTC date (its midnight, or the next one for an inclusive `to`) or a timestamp with a zone. */
-function parseBound(value: unknown, field: 'from' | 'to', details: FieldError[]): Date | undefined {
+export function parseBound(value: unknown, field: 'from' | 'to', details: FieldError[]): Date | undefined {
   if (value === undefined) return undefined;
   const bad = () => {
     details.push({ field, message: 'must be a date (YYYY-MM-DD, UTC) or an ISO 8601 timestamp with a zone' });

@@ -276,6 +276,7 @@ const MESSAGE = object(
     delivery: { ...nullable({ type: 'string', enum: ['pending', 'sent', 'failed', 'cancelled'] }), description: 'Outbound messages only.' },
     deliveryError: { ...nullable(STRING), description: 'Why a reply was not delivered.' },
     sources: { ...nullable(arrayOf(SOURCE)), description: "An agent reply's knowledge sources; null for other messages." },
+    confidence: { ...nullable({ type: 'number', minimum: 0, maximum: 1 }), description: 'An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null for other messages.' },
     createdAt: TIMESTAMP,
   },
   { title: 'Message' },
@@ -292,7 +293,7 @@ const TRANSITION = object(
   },
   { title: 'Transition' },
 );
-const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], createdAt: EXAMPLE_TIME };
+const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, createdAt: EXAMPLE_TIME };
 const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
 const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
 const CONVERSATION_ID = idPathParam('conversation');

@@ -1,9 +1,9 @@
 import { Router, type Request } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
-import { notFound } from '../../lib/errors.js';
+import { AppError, notFound } from '../../lib/errors.js';
 import { agentProfile } from '../../lib/agents/answer.js';
-import { evaluateCase, type CaseResult, type EvaluationCase } from '../../lib/agents/evaluate.js';
+import { evaluateCase, EXPECT_HANDOFF, type CaseResult, type EvaluationCase } from '../../lib/agents/evaluate.js';
 import { loadBaseInfo } from '../../lib/knowledge/retrieve.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
@@ -12,11 +12,11 @@ import { AgentEvaluationSchema, AgentSchema, type AgentEvaluation } from '../../
 import type { Authenticator } from '../auth/authenticate.js';
 import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
 import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
+import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 
 /**
- * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…]}]}` runs the agent's
+ * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…] | "handoff"}]}` runs the agent's
  * answer path on each question (lib/agents/evaluate.ts; nothing is sent to anyone, no
  * conversation is touched) and keeps the result; `GET /api/agents/:id/evaluations` pages
  * through them, newest first.
@@ -40,19 +40,45 @@ const body = bodyValidator<{ cases: EvaluationCase[] }>({
         required: ['question', 'expect'],
         properties: {
           question: { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' },
-          expect: { type: 'array', maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' } },
+          // One schema for both forms (array keywords apply only to arrays, `pattern` only to
+          // strings) so a bad phrase is named by its index rather than folded into an anyOf.
+          expect: {
+            type: ['array', 'string'],
+            description: 'The phrases the answer must contain, or "handoff": the agent must not answer this question (it hands over, or says its fallback text).',
+            maxItems: 20,
+            items: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
+            pattern: `^${EXPECT_HANDOFF}$`,
+          },
         },
       },
     },
   },
 });
 
+const EXPECT_MESSAGE = `must be a list of phrases or "${EXPECT_HANDOFF}"`;
+
+/** The body, with a message for a bad `expect` that says both forms (the schema's would say "must match pattern"). */
+function evaluationBody(raw: unknown): { cases: EvaluationCase[] } {
+  try {
+    return body(raw);
+  } catch (err) {
+    if (!(err instanceof AppError) || !err.details) throw err;
+    const cases = (raw as { cases?: unknown } | null | undefined)?.cases;
+    const expectOf = (field: string): unknown => (Array.isArray(cases) ? (cases[Number(field.split('.')[1])] as { expect?: unknown } | undefined)?.expect : undefined);
+    const details = err.details.map((d) => (/^cases\.\d+\.expect$/.test(d.field) && !Array.isArray(expectOf(d.field)) ? { field: d.field, message: EXPECT_MESSAGE } : d));
+    throw new AppError('VALIDATION_ERROR', err.message, { details });
+  }
+}
+
+/** A case as kept: results kept before expectations and decisions were recorded show those fields null. */
+const caseView = (c: Partial<CaseResult>): CaseResult => ({ expect: null, confidence: null, decision: null, bestMatch: null, ...c }) as CaseResult;
+
 export const evaluationView = (e: AgentEvaluation) => ({
   id: e.id,
   agentId: e.agentId,
   passed: e.passed,
   failed: e.failed,
-  cases: e.cases as CaseResult[],
+  cases: (e.cases as Partial<CaseResult>[]).map(caseView),
   createdAt: e.createdAt.toISOString(),
 });
 
@@ -78,7 +104,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): Router {
   router.post('/:id/evaluations', async (req, res) => {
     const tenant = req.tenant!;
     const agent = await loadAgent(req, req.params.id);
-    const { cases } = body(req.body);
+    const { cases } = evaluationBody(req.body);
     const profile = agentProfile(agent);
     const base = agent.knowledgeBaseId === null ? null : await loadBaseInfo(deps.sql, deps.secrets, deps.config, tenant.companyId, agent.knowledgeBaseId);
     const answerDeps = { sql: deps.sql, vectors: deps.vectors, secrets: deps.secrets, urls: deps.config, logger: deps.logger.child({ agentId: agent.id, evaluation: true }) };
@@ -118,10 +144,24 @@ const EVALUATION = object(
     cases: arrayOf(
       object({
         question: STRING,
+        expect: {
+          anyOf: [arrayOf(STRING), { type: 'string', enum: [EXPECT_HANDOFF] }, { type: 'null' }],
+          description: 'What the case expected: phrases, or "handoff" (null: a result kept before expectations were recorded).',
+        },
         answer: { type: 'string', description: 'What the customer would read: the reply, or the notice of a handoff.' },
         outcome: { type: 'string', enum: ['reply', 'handoff', 'close'] },
         reason: { ...nullable(STRING), description: 'Why the agent handed over (handoff only).' },
         sources: arrayOf(SOURCE),
+        confidence: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'How sure the agent was that its sources answer the question, 0–1 (grounded replies only; else null).' },
+        decision: {
+          type: ['string', 'null'],
+          enum: ['greeting', 'thanks', 'answer', 'no_answer', 'asked_for_human', null],
+          description: 'What the agent decided: a greeting or thanks, an answer from the knowledge, no answer (it handed over or said its fallback text), or the customer asked for a person.',
+        },
+        bestMatch: {
+          ...nullable(object({ documentId: ID, chunkId: BIG_ID, title: STRING, confidence: { type: 'number', minimum: 0, maximum: 1 } }, { title: 'DecisionPassage' })),
+          description: 'The best passage the agent found, with how well it answers the question (also when it did not answer).',
+        },
         pass: BOOLEAN,
         missing: { ...arrayOf(STRING), description: 'The expected phrases the answer lacks.' },
       }),
@@ -133,9 +173,18 @@ const EVALUATION = object(
 const EXAMPLE_EVALUATION = {
   id: 1,
   agentId: 1,
-  passed: 1,
+  passed: 2,
   failed: 0,
-  cases: [{ question: 'When do you open?', answer: 'We open at nine.', outcome: 'reply', reason: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], pass: true, missing: [] }],
+  cases: [
+    {
+      question: 'When do you open?', expect: ['nine'], answer: 'We open at nine.', outcome: 'reply', reason: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }],
+      confidence: 0.82, decision: 'answer', bestMatch: { documentId: 7, chunkId: 31, title: 'Opening hours', confidence: 0.82 }, pass: true, missing: [],
+    },
+    {
+      question: 'Who won the match last night?', expect: 'handoff', answer: "Sorry, I don't have an answer to that. A human colleague will take over shortly.", outcome: 'handoff', reason: 'no_answer', sources: [],
+      confidence: null, decision: 'no_answer', bestMatch: { documentId: 7, chunkId: 31, title: 'Opening hours', confidence: 0.08 }, pass: true, missing: [],
+    },
+  ],
   createdAt: EXAMPLE_TIME,
 };
 const AGENT_ID = idPathParam('agent');
@@ -145,9 +194,9 @@ export const evaluationRouteDocs: readonly RouteDoc[] = [
     method: 'POST', path: '/:id/evaluations', operationId: 'evaluateAgent', tag: 'Agents', access: 'any',
     summary: "Test an agent: its answer path on each question (nothing is sent to anyone; a model's calls are billed)",
     params: [AGENT_ID],
-    body: { validators: [body], example: { cases: [{ question: 'When do you open?', expect: ['nine'] }] } },
+    body: { validators: [body], example: { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'Who won the match last night?', expect: 'handoff' }] } },
     responses: { 201: { description: 'The kept result.', schema: object({ evaluation: EVALUATION }), example: { evaluation: EXAMPLE_EVALUATION } } },
-    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `no cases, more than ${MAX_CASES}, or a bad case` },
+    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `no cases, more than ${MAX_CASES}, or a bad case (an empty question; an \`expect\` that is neither a list of phrases nor "handoff")` },
   },
   {
     method: 'GET', path: '/:id/evaluations', operationId: 'listEvaluations', tag: 'Agents', access: 'any',

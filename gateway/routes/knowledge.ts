@@ -450,7 +450,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
       if (!base) throw notFound('Knowledge base');
       const { q, limit } = searchParams(req.query as Record<string, unknown>);
       const results = await searchKnowledge({ sql, vectors: deps.vectors, logger: deps.logger }, base, q, { limit });
-      res.json({ results: results.map((r) => ({ documentId: r.documentId, chunkId: r.chunkId, title: r.title, heading: r.heading, snippet: r.snippet, score: r.score, relevance: r.relevance, matchedBy: r.matchedBy })) });
+      res.json({ results: results.map((r) => ({ documentId: r.documentId, chunkId: r.chunkId, title: r.title, heading: r.heading, snippet: r.snippet, score: r.score, relevance: r.relevance, confidence: r.confidence, matchedBy: r.matchedBy })) });
     } finally {
       release();
     }
@@ -496,7 +496,8 @@ const SEARCH_RESULT = object(
     heading: STRING,
     snippet: STRING,
     score: { type: 'number', description: 'Reciprocal-rank score: higher is better, comparable within one search only.' },
-    relevance: { type: 'number', minimum: 0, maximum: 1, description: "What an agent's relevanceThreshold is compared with." },
+    relevance: { type: 'number', minimum: 0, maximum: 1, description: "The share of the question's words known to the base that the chunk holds." },
+    confidence: { type: 'number', minimum: 0, maximum: 1, description: "How well the chunk answers the question (the question's meaningful words it covers, weighted by rarity and where they match; words the base never uses count against it): what an agent's relevanceThreshold is compared with." },
     matchedBy: arrayOf({ type: 'string', enum: ['fulltext', 'trigram', 'vector'] }),
   },
   { title: 'SearchResult' },
@@ -624,7 +625,7 @@ export const knowledgeRouteDocs: readonly RouteDoc[] = [
       200: {
         description: 'The results, best first.',
         schema: object({ results: arrayOf(SEARCH_RESULT) }),
-        example: { results: [{ documentId: 7, chunkId: 31, title: 'Kettle manual', heading: 'Kettle manual › Descaling', snippet: 'Descale the kettle once a month…', score: 0.032522, relevance: 1, matchedBy: ['fulltext'] }] },
+        example: { results: [{ documentId: 7, chunkId: 31, title: 'Kettle manual', heading: 'Kettle manual › Descaling', snippet: 'Descale the kettle once a month…', score: 0.032522, relevance: 1, confidence: 0.86, matchedBy: ['fulltext'] }] },
       },
     },
     errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'no q, q too long, or a bad limit', RATE_LIMITED: 'the company has SEARCH_MAX_PER_COMPANY searches running in this process (4 by default)' },

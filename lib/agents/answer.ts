@@ -5,19 +5,21 @@ import { releaseReservations, type CreditAdmission } from '../credit.js';
 import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
 import type { SqlClient } from '../db.js';
 import { formatUsd } from '../money.js';
-import { bestKnowledgeMatches, type BestMatch, type Question } from '../knowledge/search.js';
+import { ANSWER_CANDIDATES, bestKnowledgeMatches, type AnswerCandidates, type Question } from '../knowledge/search.js';
 import { searchKnowledge, type KnowledgeBaseInfo, type SearchHit } from '../knowledge/retrieve.js';
 import type { VectorIndex } from '../knowledge/vectors.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
-import type { AgentOutput, HandoffReason, ReplySource } from '../../schema/conversation.js';
+import type { AgentOutput, AnswerDecision, HandoffReason, ReplySource } from '../../schema/conversation.js';
 import type { Agent, ModelPricing } from '../../schema/entities.js';
 import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
+import { answerDecision, answeringPassage, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
 import type { BusinessHours } from './hours.js';
 import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall } from './openai-model.js';
 import { costUsd, pricingFor, reservationUsd } from './pricing.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
 import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET, type HistoryMessage } from './prompt.js';
+import { promisedAction } from './promises.js';
 
 /**
  * An agent's answer path, shared by the worker (actors/agents/runner.ts, for customers) and
@@ -37,7 +39,8 @@ import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET, type HistoryMessage } from '
  * were in its prompt.
  */
 export const DEFAULT_FALLBACK_TEXT = "Sorry, I don't have an answer to that.";
-export const DEFAULT_RELEVANCE_THRESHOLD = 0.5;
+/** Chosen on the trust bench's development set (bench/sections/trust.ts): see lib/knowledge/confidence.ts. */
+export const DEFAULT_RELEVANCE_THRESHOLD = 0.4;
 export const DEFAULT_PASSAGES = 3;
 
 /** What answering needs to know of an agent. */
@@ -58,6 +61,8 @@ export interface AgentProfile {
   onNoAnswer: 'handoff' | 'fallback';
   fallbackMessage: string | null;
   relevanceThreshold: number;
+  /** The reply to a greeting; null: the default in the customer's language. */
+  greeting: string | null;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
   debounceMs: number;
   /** Business hours; null: always open. */
@@ -81,6 +86,7 @@ export function agentProfile(a: Agent): AgentProfile {
     onNoAnswer: a.onNoAnswer === 'fallback' ? 'fallback' : 'handoff',
     fallbackMessage: a.fallbackMessage,
     relevanceThreshold: a.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+    greeting: a.greeting ?? null,
     debounceMs: a.debounceMs ?? 0,
     hours: a.hours ?? null,
   };
@@ -93,20 +99,32 @@ export function handoff(agent: AgentProfile | null, reason: HandoffReason, extra
 /** What the agent does when nothing relevant is known (see the module comment). */
 export function noAnswer(agent: AgentProfile | null, extra: Partial<Extract<AgentOutput, { kind: 'handoff' }>> = {}): AgentOutput {
   const fallback = agent?.fallbackMessage ?? DEFAULT_FALLBACK_TEXT;
-  if (agent?.onNoAnswer === 'fallback') return { kind: 'reply', text: fallback, sources: [] };
+  if (agent?.onNoAnswer === 'fallback') return { kind: 'reply', text: fallback, sources: [], ...(extra.decision ? { decision: extra.decision } : {}) };
   return { kind: 'handoff', reason: 'no_answer', text: `${fallback} ${agent?.handoffMessage ?? DEFAULT_HANDOFF_TEXT}`, ...extra };
 }
 
 const sourceOf = (m: { documentId: number; chunkId: number; title: string }): ReplySource => ({ documentId: m.documentId, chunkId: m.chunkId, title: m.title });
 
-/** The built-in reply from the best passage (or no answer below the threshold). Pure. */
-export function builtinReply(agent: AgentProfile, question: string, match: BestMatch | null, maxLength = DEFAULT_ANSWER_LENGTH): AgentOutput {
-  if (!match || match.relevance < agent.relevanceThreshold) return noAnswer(agent);
-  const text = composeAnswer(question, { title: match.title, content: match.content }, maxLength);
-  return text ? { kind: 'reply', text, sources: [sourceOf(match)] } : noAnswer(agent);
+/**
+ * The built-in reply to `question` (small talk already taken off) from the candidate passages:
+ * the most confident one when it reaches the threshold, else no answer. Pure.
+ */
+export function builtinReply(agent: AgentProfile, base: KnowledgeBaseInfo, question: string, found: AnswerCandidates | null, maxLength = DEFAULT_ANSWER_LENGTH): AgentOutput {
+  const best = answeringPassage(found?.passages ?? []);
+  const decide = (kind: 'answer' | 'no_answer') => answerDecision(kind, { knowledgeBaseId: base.id, question, threshold: agent.relevanceThreshold, best: best && decisionPassage(best) });
+  if (!best || best.confidence < agent.relevanceThreshold) return noAnswer(agent, { decision: decide('no_answer') });
+  const text = composeAnswer(question, { title: best.title, content: best.content }, maxLength);
+  if (!text) return noAnswer(agent, { decision: decide('no_answer') });
+  return { kind: 'reply', text, sources: [sourceOf(best)], confidence: best.confidence, decision: decide('answer') };
 }
 
-const asMatch = (h: SearchHit): BestMatch => ({ ...h });
+/** A greeting or thanks and nothing else: the short reply (null when the message asks something). */
+export function smallTalkAnswer(agent: AgentProfile, base: KnowledgeBaseInfo | null, text: string): { output: AgentOutput | null; question: string } {
+  const talk = smallTalkOf(text);
+  if (!talk.kind || talk.question) return { output: null, question: talk.question || text };
+  const decision = answerDecision(talk.kind, { knowledgeBaseId: base?.id ?? null, question: text, threshold: agent.relevanceThreshold });
+  return { output: { kind: 'reply', text: smallTalkReply(talk.kind, text, agent.greeting), sources: [], decision }, question: '' };
+}
 
 export interface AnswerDeps {
   sql: SqlClient;
@@ -129,18 +147,20 @@ export async function builtinAnswer(
   agent: AgentProfile,
   base: KnowledgeBaseInfo | null,
   question: string,
-  options: { lookup?: (q: Question) => Promise<BestMatch | null>; maxLength?: number; signal?: AbortSignal } = {},
+  options: { lookup?: (q: Question) => Promise<AnswerCandidates | null>; maxLength?: number; signal?: AbortSignal } = {},
 ): Promise<AgentOutput> {
-  if (!base) return noAnswer(agent);
-  let match: BestMatch | null;
+  const talk = smallTalkAnswer(agent, base, question);
+  if (talk.output) return talk.output;
+  if (!base) return noAnswer(agent, { decision: answerDecision('no_answer', { knowledgeBaseId: null, question, threshold: agent.relevanceThreshold }) });
+  let found: AnswerCandidates | null;
   if (base.embedding) {
-    const [hit] = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, question, { limit: 1, signal: options.signal });
-    match = hit ? asMatch(hit) : null;
+    const hits = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, talk.question, { limit: ANSWER_CANDIDATES, signal: options.signal });
+    found = hits.length ? { passages: hits, facts: null } : null;
   } else {
-    const q = { companyId: base.companyId, knowledgeBaseId: base.id, query: question };
-    match = options.lookup ? await options.lookup(q) : ((await bestKnowledgeMatches(deps.sql, [q]))[0] ?? null);
+    const q = { companyId: base.companyId, knowledgeBaseId: base.id, query: talk.question };
+    found = options.lookup ? await options.lookup(q) : ((await bestKnowledgeMatches(deps.sql, [q]))[0] ?? null);
   }
-  return builtinReply(agent, question, match, options.maxLength);
+  return builtinReply(agent, base, talk.question, found, options.maxLength);
 }
 
 export interface ModelAnswerOptions {
@@ -208,12 +228,18 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     return none(handoff(agent, 'model_failed', { detail: 'model API key unreadable' }));
   }
   const passages = o.passages ?? DEFAULT_PASSAGES;
-  let found: SearchHit[] = [];
-  if (base && passages > 0) {
-    found = (await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, question, { limit: passages, signal: o.signal })).filter(
-      (h) => h.relevance >= agent.relevanceThreshold,
-    );
+  // Small talk needs no knowledge; a greeting before a question is not searched for.
+  const talk = smallTalkOf(question);
+  const asked = talk.kind ? talk.question : question;
+  let hits: SearchHit[] = [];
+  if (base && passages > 0 && asked) {
+    hits = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, asked, { limit: Math.max(passages, 1), signal: o.signal });
   }
+  // Only passages that answer the question go to the model as knowledge.
+  const found = hits.filter((h) => h.confidence >= agent.relevanceThreshold).slice(0, passages);
+  const bestHit = answeringPassage(hits);
+  const decide = (kind: AnswerDecision['kind']) =>
+    answerDecision(talk.kind && !asked ? talk.kind : kind, { knowledgeBaseId: base?.id ?? null, question: asked || question, threshold: agent.relevanceThreshold, best: bestHit && decisionPassage(bestHit) });
   const messages = buildPrompt({
     systemPrompt: agent.systemPrompt,
     passages: found.map((p) => ({ title: p.heading ? `${p.title} › ${p.heading}` : p.title, snippet: p.content })),
@@ -265,12 +291,28 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     costUsd: costUsd(result.inputTokens, result.outputTokens, pricing),
   };
   if (!result.usageReported) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
-  const held = (output: AgentOutput): ModelAnswer => ({ output, reservationId: reservation.reservationId });
+  // Every answer records its decision: the model answered (from the passages given, whose best confidence the reply shows) or did not.
+  const held = (output: AgentOutput): ModelAnswer => ({
+    output: {
+      ...output,
+      ...(output.kind === 'reply' && output.sources?.length && output.confidence === undefined ? { confidence: found[0]!.confidence } : {}),
+      decision: output.decision ?? decide(output.kind === 'handoff' ? 'no_answer' : 'answer'),
+    },
+    reservationId: reservation.reservationId,
+  });
   const extras = result.leadStage ? { leadStage: result.leadStage } : {};
+  // A reply (or last words) promising what no tool did is not sent: the customer would wait for it (lib/agents/promises.ts).
+  const promise = result.text && result.kind !== 'handoff' ? promisedAction(result.text, found.map((h) => `${h.title}\n${h.heading ?? ''}\n${h.content}`)) : null;
+  if (promise) {
+    log('info', { promise }, 'agent: the model promised an action no tool performed; the reply is withheld');
+    const withheldFields = { usage, withheld: result.text!, decision: decide('no_answer'), ...extras };
+    if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, sources: [], ...withheldFields });
+    return held(handoff(agent, 'no_answer', { detail: `the model's reply promised an action no tool performed ("${promise}")`, ...withheldFields }));
+  }
   if (result.kind === 'reply' && (result.text || result.leadStage)) return held({ kind: 'reply', text: result.text ?? '', usage, sources: found.map(sourceOf), ...extras });
   if (result.kind === 'close') return held({ kind: 'close', reason: result.closeReason ?? 'close_conversation', ...(result.text ? { text: result.text } : {}), usage, ...extras });
   // The model asked for a human: its tokens were spent, so they are charged.
-  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], ...extras });
+  if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], decision: decide('no_answer'), ...extras });
   return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}), ...extras }));
 }
 

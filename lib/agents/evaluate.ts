@@ -2,32 +2,48 @@ import { chargeModelUsage, directAdmission, releaseReservations } from '../credi
 import { inTransaction, type SqlPool } from '../db.js';
 import { DEFAULT_HANDOFF_TEXT } from '../conversations.js';
 import type { KnowledgeBaseInfo } from '../knowledge/retrieve.js';
-import type { AgentOutput, ReplySource } from '../../schema/conversation.js';
+import type { AgentOutput, AnswerDecision, DecisionPassage, ReplySource } from '../../schema/conversation.js';
 import { builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from './answer.js';
 import { wantsHuman } from './builtin.js';
+import { answerDecision } from './decision.js';
 
 /**
  * "Test agent": questions put to an agent's answer path (lib/agents/answer.ts) exactly as a
  * customer's first message would be, without a conversation and without sending anything.
- * A case passes when the answer the customer would read contains every expected phrase
- * (case, `ё`/`е` and spacing ignored); a case without phrases passes when the agent answers
- * instead of handing over. A model agent's calls are real calls: each is charged like a
- * customer's (one `model_usage` ledger entry, `conversationId` null), and the balance and
- * spend caps apply (a case then shows the handoff the customer would get).
+ * A case expects either phrases or a handoff:
+ * - phrases: passes when the agent answers (not a no-answer) and what the customer would read
+ *   contains every phrase (case, `ё`/`е` and spacing ignored); no phrases: any answer passes;
+ * - `"handoff"` (a question the agent must not answer): passes when the agent does not answer
+ *   from its knowledge: it had no answer (handed over, or said the fallback text under
+ *   `onNoAnswer: "fallback"`) or the customer asked for a person.
+ * A model agent's calls are real calls: each is charged like a customer's (one `model_usage`
+ * ledger entry, `conversationId` null), and the balance and spend caps apply (a case then
+ * shows the handoff the customer would get).
  */
+export const EXPECT_HANDOFF = 'handoff';
+
 export interface EvaluationCase {
   question: string;
-  expect: string[];
+  /** The phrases the answer must contain, or `"handoff"`: the agent must not answer. */
+  expect: string[] | typeof EXPECT_HANDOFF;
 }
 
 export interface CaseResult {
   question: string;
+  /** What the case expected; null on results kept before expectations were recorded. */
+  expect: string[] | typeof EXPECT_HANDOFF | null;
   /** What the customer would read: the reply, or the notice of a handoff. */
   answer: string;
   outcome: 'reply' | 'handoff' | 'close';
   /** Why the agent handed over (handoff only). */
   reason: string | null;
   sources: ReplySource[];
+  /** 0–1: how sure the agent was that its sources answer the question (grounded replies only). */
+  confidence: number | null;
+  /** What the agent decided (null: the answer path recorded no decision). */
+  decision: AnswerDecision['kind'] | null;
+  /** The passage the decision found best, answered from or not. */
+  bestMatch: DecisionPassage | null;
   pass: boolean;
   missing: string[];
 }
@@ -40,24 +56,47 @@ export function missingPhrases(answer: string, expect: string[]): string[] {
   return expect.filter((p) => !text.includes(normalise(p)));
 }
 
-function result(c: EvaluationCase, out: AgentOutput): CaseResult {
+/**
+ * The decision behind an output. Handoffs for want of credit, a spend cap or a working model
+ * carry none (the agent decided nothing): null, which passes no case that expects a handoff.
+ */
+function decisionKind(out: AgentOutput): AnswerDecision['kind'] | null {
+  if (out.decision) return out.decision.kind;
+  return out.kind === 'handoff' && (out.reason === 'no_answer' || out.reason === 'asked_for_human') ? out.reason : null;
+}
+
+function caseResult(c: EvaluationCase, out: AgentOutput): CaseResult {
   const answer = out.kind === 'reply' ? out.text : (out.text ?? DEFAULT_HANDOFF_TEXT);
-  const missing = missingPhrases(answer, c.expect);
-  const pass = c.expect.length ? missing.length === 0 : out.kind === 'reply';
+  const decision = decisionKind(out);
+  let pass: boolean;
+  let missing: string[] = [];
+  if (c.expect === EXPECT_HANDOFF) {
+    pass = decision === 'no_answer' || decision === 'asked_for_human';
+  } else {
+    missing = missingPhrases(answer, c.expect);
+    pass = decision !== 'no_answer' && missing.length === 0 && (c.expect.length > 0 || out.kind === 'reply');
+  }
   return {
     question: c.question,
+    expect: c.expect,
     answer,
     outcome: out.kind,
     reason: out.kind === 'reply' ? null : out.reason,
     sources: out.kind === 'reply' ? (out.sources ?? []) : [],
+    confidence: out.kind === 'reply' ? (out.confidence ?? null) : null,
+    decision,
+    bestMatch: out.decision?.best ?? null,
     pass,
     missing,
   };
 }
 
 export async function evaluateCase(deps: AnswerDeps & { sql: SqlPool }, agent: AgentProfile, base: KnowledgeBaseInfo | null, c: EvaluationCase): Promise<CaseResult> {
-  if (wantsHuman(c.question)) return result(c, handoff(agent, 'asked_for_human'));
-  if (agent.provider === 'builtin') return result(c, await builtinAnswer(deps, agent, base, c.question));
+  if (wantsHuman(c.question)) {
+    const decision = answerDecision('asked_for_human', { knowledgeBaseId: base?.id ?? null, question: c.question, threshold: agent.relevanceThreshold });
+    return caseResult(c, handoff(agent, 'asked_for_human', { decision }));
+  }
+  if (agent.provider === 'builtin') return caseResult(c, await builtinAnswer(deps, agent, base, c.question));
   const { output, reservationId } = await modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, agent, base, c.question, { history: [], messageId: null });
   const usage = output.usage;
   if (usage) {
@@ -65,5 +104,5 @@ export async function evaluateCase(deps: AnswerDeps & { sql: SqlPool }, agent: A
   } else if (reservationId !== null) {
     await releaseReservations(deps.sql, agent.companyId, [{ reservationId }]);
   }
-  return result(c, output);
+  return caseResult(c, output);
 }

@@ -4,6 +4,7 @@ import { query, type SqlClient } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
 import { embedTexts, type EmbeddingModel } from './embeddings.js';
+import { passageConfidences } from './confidence.js';
 import { chunkTexts, clampLimit, fuse, lexicalCandidates, LIST_DEPTH, round, searchText, type Signal } from './search.js';
 import type { VectorIndex } from './vectors.js';
 
@@ -31,8 +32,10 @@ export interface SearchHit {
   content: string;
   /** RRF score (higher is better; only comparable within one search). */
   score: number;
-  /** 0–1: how much of the question the chunk covers (see search.ts). */
+  /** 0–1: the share of the base's known words of the question the chunk holds (see search.ts). */
   relevance: number;
+  /** 0–1: how well the chunk answers the question (lib/knowledge/confidence.ts): what an agent's threshold is compared with. */
+  confidence: number;
   matchedBy: Signal[];
 }
 
@@ -103,10 +106,15 @@ export async function searchKnowledge(deps: RetrievalDeps, base: KnowledgeBaseIn
       : Promise.resolve(null),
   ]);
   const fused = fuse(lexical.candidates, vector, { fulltext: use.fulltext, trigram: use.trigram }).slice(0, limit);
+  const matchesOf = new Map(lexical.candidates.map((c) => [c.chunkId, c.matches]));
+  const confidences = lexical.facts ? passageConfidences(lexical.facts, fused.map((f) => ({ matches: matchesOf.get(f.chunkId) ?? [] }))) : fused.map(() => 0);
   const texts = await chunkTexts(deps.sql, base.companyId, base.language, fused.map((f) => f.chunkId), lexical.terms);
-  return fused.flatMap((f) => {
+  return fused.flatMap((f, i) => {
     const t = texts.get(f.chunkId);
     if (!t) return [];
-    return [{ documentId: f.documentId, chunkId: f.chunkId, title: t.title, heading: t.heading, snippet: t.snippet, content: t.content, score: round(f.score), relevance: round(f.relevance, 4), matchedBy: f.matchedBy }];
+    return [{
+      documentId: f.documentId, chunkId: f.chunkId, title: t.title, heading: t.heading, snippet: t.snippet, content: t.content,
+      score: round(f.score), relevance: round(f.relevance, 4), confidence: round(confidences[i]!, 4), matchedBy: f.matchedBy,
+    }];
   });
 }

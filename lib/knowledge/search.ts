@@ -1,5 +1,6 @@
 import { query, type SqlClient } from '../db.js';
 import { expandQuestion } from './expansion.js';
+import { passageConfidences, type QuestionFacts, type WordMatch } from './confidence.js';
 import { withoutStopWords } from './stop-words.js';
 
 /**
@@ -130,13 +131,48 @@ export interface LexicalCandidate {
   /** A trigram neighbour of a misspelt word is in the chunk. */
   fuzzy: boolean;
   relevance: number;
+  /** How the chunk holds the question's words (what its confidence is computed from). */
+  matches: WordMatch[];
 }
 
 export interface LexicalResult {
   candidates: LexicalCandidate[];
   /** The base's terms the question matched (its own lexemes and trigram neighbours). */
   terms: string[];
+  /** The question's words as the base sees them (null: nothing searched). */
+  facts: QuestionFacts | null;
 }
+
+/** One word of the question held by a chunk, as the statement returns it: `[qi, via, term, inHeading]`. */
+type FactRow = [qi: number, via: WordMatch['via'], term: string, inHeading: boolean];
+/** One word of the question: `[qi, lexeme, df, [[trigram neighbour, df], …], [[synonym, df], …]]`. */
+type WordRow = [qi: number, lexeme: string, df: number, neighbours: [term: string, df: number][], synonyms: [term: string, df: number][]];
+
+/** Over `matched m` grouped by question and chunk: how the chunk holds each word (FactRow). */
+const FACTS_JSON = `json_agg(json_build_array(m.qi, case when m.own then 'own' when m.exact then 'synonym' else 'typo' end, m.term, m.in_heading))`;
+
+/** CTEs over LEXICAL_CTES: `question_facts (ord, n, words)`, each question's words (WordRow). */
+const QUESTION_FACTS_CTES = `
+  expansions as (
+    select ord, qi,
+           coalesce(json_agg(json_build_array(term, df)) filter (where not exact), '[]'::json) as neighbours,
+           coalesce(json_agg(json_build_array(term, df)) filter (where exact and not own), '[]'::json) as synonyms
+    from terms where not own group by ord, qi
+  ),
+  question_facts as (
+    select d.ord, max(d.n) as n,
+           json_agg(json_build_array(d.qi, d.lexeme, d.df, coalesce(x.neighbours, '[]'::json), coalesce(x.synonyms, '[]'::json)) order by d.qi) as words
+    from qdf d left join expansions x on x.ord = d.ord and x.qi = d.qi
+    group by d.ord
+  )`;
+
+/** The question's words as the statement saw them. */
+function questionFacts(n: number, words: WordRow[]): QuestionFacts {
+  const terms = (list: [string, number][]) => list.map(([term, tdf]) => ({ term, df: Number(tdf) }));
+  return { chunks: n, words: words.map(([qi, lexeme, df, neighbours, synonyms]) => ({ qi, lexeme, df: Number(df), neighbours: terms(neighbours), synonyms: terms(synonyms) })) };
+}
+
+const wordMatches = (facts: FactRow[] | null): WordMatch[] => (facts ?? []).map(([qi, via, term, inHeading]) => ({ qi, via, term, inHeading }));
 
 /** SQL quoting a lexeme as a tsquery operand, taken as-is (no second normalisation). */
 const quotedLexeme = (lexeme: string) => `('''' || replace(replace(${lexeme}, '\\', '\\\\'), '''', '''''') || '''')`;
@@ -263,7 +299,7 @@ const LEXICAL_CTES = `
   found as (
     -- Chunk ids only, from the index (the base is the company's: q); the rows of the shortlisted
     -- ones are read once, below.
-    select s.ord, s.qi, s.exact, s.w, s.cw, s.tq, c.id as chunk_id
+    select s.ord, s.qi, s.exact, s.own, s.term, s.w, s.cw, s.tq, c.id as chunk_id
     from weighted s cross join lateral (
       select c.id from knowledge_chunks c where c.knowledge_base_id = s.kb_id and c.search_vector @@ s.tq
     ) c
@@ -282,12 +318,12 @@ const LEXICAL_CTES = `
     join knowledge_chunks c on c.id = s.chunk_id and c.company_id = q.company_id
   ),
   unfound_terms as materialized (
-    select ord, qi, exact, w, cw, tq, company_id, count(*) over (partition by ord) as n from weighted where not finds
+    select ord, qi, exact, own, term, w, cw, tq, company_id, count(*) over (partition by ord) as n from weighted where not finds
   ),
   unfound as materialized (
     -- A question with few such terms: each shortlisted chunk with each of them (paired first: a chunk
     -- is checked against its own question's terms only), the chunk's vector read for each pair.
-    select l.ord, l.chunk_id, l.document_id, l.heading_vector, w.qi, w.exact, w.w, w.cw, w.tq, w.company_id
+    select l.ord, l.chunk_id, l.document_id, l.heading_vector, w.qi, w.exact, w.own, w.term, w.w, w.cw, w.tq, w.company_id
     from listed l join unfound_terms w on w.ord = l.ord
     where w.n <= ${FEW_UNFOUND_TERMS}
   ),
@@ -304,15 +340,15 @@ const LEXICAL_CTES = `
     -- Every term of the question in each shortlisted chunk, and whether in its title or headings:
     -- the terms that found it, and the others (checked in the chunk itself, at most
     -- MAX_QUESTION_TERMS per shortlisted chunk).
-    select f.ord, f.qi, f.exact, f.w, f.cw, l.chunk_id, l.document_id, (l.heading_vector @@ f.tq) as in_heading
+    select f.ord, f.qi, f.exact, f.own, f.term, f.w, f.cw, l.chunk_id, l.document_id, (l.heading_vector @@ f.tq) as in_heading
     from found f join listed l on l.ord = f.ord and l.chunk_id = f.chunk_id
     union all
-    select p.ord, p.qi, p.exact, p.w, p.cw, p.chunk_id, p.document_id, (p.heading_vector @@ p.tq)
+    select p.ord, p.qi, p.exact, p.own, p.term, p.w, p.cw, p.chunk_id, p.document_id, (p.heading_vector @@ p.tq)
     from unfound p
     join knowledge_chunks c on c.id = p.chunk_id and c.company_id = p.company_id
     where c.search_vector @@ p.tq
     union all
-    select x.ord, w.qi, w.exact, w.w, w.cw, x.chunk_id, x.document_id, (x.heading_vector @@ w.tq)
+    select x.ord, w.qi, w.exact, w.own, w.term, w.w, w.cw, x.chunk_id, x.document_id, (x.heading_vector @@ w.tq)
     from listed_lexemes x join unfound_terms w on w.ord = x.ord
     where x.lexemes @@ w.tq
   ),
@@ -382,27 +418,45 @@ function statementParams(asked: { text: string; companyId: number; knowledgeBase
  * statement whatever the number of questions.
  */
 export async function lexicalCandidates(client: SqlClient, questions: Question[], depth = LIST_DEPTH): Promise<LexicalResult[]> {
-  const out: LexicalResult[] = questions.map(() => ({ candidates: [], terms: [] }));
+  const out: LexicalResult[] = questions.map(() => ({ candidates: [], terms: [], facts: null }));
   const asked = questions.map((q, i) => ({ ...q, text: searchText(q.query), i })).filter((q) => q.text !== '');
   if (!asked.length) return out;
-  const rows = await query<{ ord: number; chunk_id: string; document_id: number; ft_rank: string | null; tg_rank: string | null; fuzzy: boolean | null; relevance: number | null; terms: string[] | null }>(
+  const rows = await query<{
+    ord: number; chunk_id: string | null; document_id: number; ft_rank: string | null; tg_rank: string | null; fuzzy: boolean | null; relevance: number | null;
+    facts: FactRow[] | null; terms: string[] | null; n: number | null; words: WordRow[] | null;
+  }>(
     client,
     'kb_lexical',
-    `with ${LEXICAL_CTES}
-     select r.ord, r.chunk_id, r.document_id, r.ft_rank, r.tg_rank, r.fuzzy, r.relevance, null::text[] as terms
-     from ranked r where r.ft_rank <= $4::int or r.tg_rank <= $4::int
+    `with ${LEXICAL_CTES},
+     listed_facts as (
+       select m.ord, m.chunk_id, ${FACTS_JSON} as facts
+       from matched m join ranked r on r.ord = m.ord and r.chunk_id = m.chunk_id
+       where r.ft_rank <= $4::int or r.tg_rank <= $4::int
+       group by m.ord, m.chunk_id
+     ),
+     ${QUESTION_FACTS_CTES},
+     matched_terms as (
+       select f.ord, array_agg(distinct w.term) as terms from (select distinct ord, qi from found) f
+       join weighted w on w.ord = f.ord and w.qi = f.qi group by f.ord
+     )
+     select r.ord, r.chunk_id, r.document_id, r.ft_rank, r.tg_rank, r.fuzzy, r.relevance, lf.facts, null::text[] as terms, null::float8 as n, null::json as words
+     from ranked r left join listed_facts lf on lf.ord = r.ord and lf.chunk_id = r.chunk_id
+     where r.ft_rank <= $4::int or r.tg_rank <= $4::int
      union all
-     select f.ord, null, null, null, null, null, null, array_agg(distinct w.term) from (select distinct ord, qi from found) f
-       join weighted w on w.ord = f.ord and w.qi = f.qi group by f.ord`,
+     select qf.ord, null, null, null, null, null, null, null, mt.terms, qf.n, qf.words
+     from question_facts qf left join matched_terms mt on mt.ord = qf.ord`,
     statementParams(asked, depth),
   );
   for (const r of rows) {
     const target = out[asked[r.ord - 1]!.i]!;
-    if (r.chunk_id === null) target.terms = r.terms ?? [];
-    else {
+    if (r.chunk_id === null) {
+      target.terms = r.terms ?? [];
+      target.facts = questionFacts(Number(r.n), r.words ?? []);
+    } else {
       target.candidates.push({
         chunkId: Number(r.chunk_id), documentId: r.document_id, relevance: Number(r.relevance ?? 0),
         fulltextRank: r.ft_rank === null ? null : Number(r.ft_rank), trigramRank: r.tg_rank === null ? null : Number(r.tg_rank), fuzzy: r.fuzzy === true,
+        matches: wordMatches(r.facts),
       });
     }
   }
@@ -418,21 +472,38 @@ export interface BestMatch {
   /** The chunk's text. */
   content: string;
   relevance: number;
+  /** 0–1: how well the chunk answers the question (lib/knowledge/confidence.ts). */
+  confidence: number;
   score: number;
   matchedBy: Signal[];
+  /** How the chunk holds the question's words (the statement's facts; absent for a search with vectors). */
+  matches?: WordMatch[];
 }
 
+/** The passages that might answer a question, best first by the fused score, each with its confidence. */
+export interface AnswerCandidates {
+  passages: BestMatch[];
+  /** The question's words as the base sees them (what the confidences were computed from); null when a search with vectors found them. */
+  facts: QuestionFacts | null;
+}
+
+/** Passages per question the answer decision weighs (the best by score and its rivals for the margin). */
+export const ANSWER_CANDIDATES = 4;
+
 /**
- * The best chunk for each of many questions by the lexical signals fused with RRF, in ONE
- * statement (the built-in agent asks for a whole batch of customer messages at once, inside
- * the worker's transaction), with the text it needs to compose an answer. null where
- * nothing matches.
+ * For each of many questions, the ANSWER_CANDIDATES best chunks by the lexical signals fused
+ * with RRF, with their confidence and the text an answer needs, in ONE statement (the built-in
+ * agent asks for a whole batch of customer messages at once, inside the worker's transaction).
+ * null where nothing matches.
  */
-export async function bestKnowledgeMatches(client: SqlClient, questions: Question[]): Promise<(BestMatch | null)[]> {
-  const out: (BestMatch | null)[] = questions.map(() => null);
+export async function bestKnowledgeMatches(client: SqlClient, questions: Question[]): Promise<(AnswerCandidates | null)[]> {
+  const out: (AnswerCandidates | null)[] = questions.map(() => null);
   const asked = questions.map((q, i) => ({ ...q, text: searchText(q.query), i })).filter((q) => q.text !== '');
   if (!asked.length) return out;
-  const rows = await query<{ ord: number; chunk_id: string; document_id: number; title: string; heading: string; content: string; relevance: number; score: number; ft_rank: string | null; fuzzy: boolean }>(
+  const rows = await query<{
+    ord: number; chunk_id: string | null; document_id: number; title: string; heading: string; content: string; relevance: number; score: number;
+    ft_rank: string | null; fuzzy: boolean; facts: FactRow[] | null; n: number; words: WordRow[];
+  }>(
     client,
     'kb_best',
     `with ${LEXICAL_CTES},
@@ -441,20 +512,45 @@ export async function bestKnowledgeMatches(client: SqlClient, questions: Questio
               coalesce(case when r.any_fuzzy then ${MISSPELT_FULLTEXT_WEIGHT} else 1 end / (${RRF_K} + r.ft_rank), 0) + coalesce(1.0 / (${RRF_K} + r.tg_rank), 0) as score
        from ranked r where r.ft_rank is not null or r.tg_rank is not null
      ),
-     best as (select distinct on (ord) * from fused order by ord, score desc, relevance desc, chunk_id)
-     select b.ord, b.chunk_id, b.document_id, d.title, c.heading, c.content, b.relevance, b.score, b.ft_rank, b.fuzzy
-     from best b
-     join knowledge_chunks c on c.id = b.chunk_id and c.company_id = (select company_id from q where q.ord = b.ord)
-     join knowledge_documents d on d.id = b.document_id and d.company_id = c.company_id`,
+     top as (
+       select * from (select f.*, row_number() over (partition by f.ord order by f.score desc, f.relevance desc, f.chunk_id) as r from fused f) x
+       where x.r <= ${ANSWER_CANDIDATES}
+     ),
+     top_facts as (
+       select m.ord, m.chunk_id, ${FACTS_JSON} as facts
+       from matched m join top t on t.ord = m.ord and t.chunk_id = m.chunk_id
+       group by m.ord, m.chunk_id
+     ),
+     ${QUESTION_FACTS_CTES}
+     select qf.ord, t.chunk_id, t.document_id, d.title, c.heading, c.content, t.relevance, t.score, t.ft_rank, t.fuzzy, tf.facts, qf.n, qf.words
+     from question_facts qf
+     left join top t on t.ord = qf.ord
+     left join top_facts tf on tf.ord = t.ord and tf.chunk_id = t.chunk_id
+     left join knowledge_chunks c on c.id = t.chunk_id and c.company_id = (select company_id from q where q.ord = t.ord)
+     left join knowledge_documents d on d.id = t.document_id and d.company_id = c.company_id
+     order by qf.ord, t.r`,
     statementParams(asked, LIST_DEPTH),
   );
+  const byOrd = new Map<number, { facts: QuestionFacts; rows: typeof rows; }>();
   for (const r of rows) {
-    const matchedBy: Signal[] = [];
-    if (r.ft_rank !== null) matchedBy.push('fulltext');
-    if (r.fuzzy) matchedBy.push('trigram');
-    out[asked[r.ord - 1]!.i] = {
-      documentId: r.document_id, chunkId: Number(r.chunk_id), title: r.title, heading: r.heading, content: r.content,
-      relevance: round(Number(r.relevance)), score: round(Number(r.score)), matchedBy,
+    let e = byOrd.get(r.ord);
+    if (!e) byOrd.set(r.ord, (e = { facts: questionFacts(Number(r.n), r.words), rows: [] }));
+    if (r.chunk_id !== null && r.content !== null) e.rows.push(r);
+  }
+  for (const [ord, e] of byOrd) {
+    if (!e.rows.length) continue;
+    const confidences = passageConfidences(e.facts, e.rows.map((r) => ({ matches: wordMatches(r.facts) })));
+    out[asked[ord - 1]!.i] = {
+      facts: e.facts,
+      passages: e.rows.map((r, k) => {
+        const matchedBy: Signal[] = [];
+        if (r.ft_rank !== null) matchedBy.push('fulltext');
+        if (r.fuzzy) matchedBy.push('trigram');
+        return {
+          documentId: r.document_id, chunkId: Number(r.chunk_id), title: r.title, heading: r.heading, content: r.content,
+          relevance: round(Number(r.relevance)), confidence: round(confidences[k]!, 4), score: round(Number(r.score)), matchedBy, matches: wordMatches(r.facts),
+        };
+      }),
     };
   }
   return out;

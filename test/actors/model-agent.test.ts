@@ -77,7 +77,7 @@ t.test('the model answers: request, reply through the helpdesk, exact debit', as
   t.equal(first!.body.model, 'gpt-4o');
   t.match(first!.body.tools, [{ type: 'function', function: { name: 'handoff_to_human' } }]);
   t.equal(first!.body.messages[0].role, 'system');
-  t.match(first!.body.messages[0].content, /^You are the assistant of Acme\./);
+  t.match(first!.body.messages[0].content, /The company's instructions:\n"""\nYou are the assistant of Acme\.\n"""/, "the agent's prompt, as the company's instructions");
 
   // 1,234 input + 567 output tokens at 2.50 / 10.00 USD per million = 0.008755 USD
   let b = await billing(user.token);

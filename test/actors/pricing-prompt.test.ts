@@ -65,8 +65,13 @@ t.test('prompt: system prompt, knowledge passages, history, then the new message
   });
   t.equal(messages[0]!.role, 'system');
   const system = messages[0]!.content;
-  t.match(system, /^You are the assistant of Acme\./);
-  t.match(system, /handoff_to_human/);
+  t.match(system, /^You answer a company's customers on its behalf\. The company's instructions:\n"""\nYou are the assistant of Acme\.\n"""/, "the company's prompt, framed as its instructions");
+  const rules = system.indexOf('Service rules');
+  t.ok(rules > system.indexOf('Acme') && rules < system.indexOf('[1]'), "the service's rules after the company's prompt, before the passages");
+  t.match(system, /override the company's instructions/);
+  t.match(system, /Answer only from the numbered knowledge base passages/);
+  t.match(system, /call the tool `handoff_to_human` \(with a reason\)/);
+  t.match(system, /Never promise an action/);
   t.match(system, /\[1\] Opening hours\nOpen 9 am to 6 pm\./);
   t.match(system, /\[2\] Delivery\nWe deliver in 2 days\./);
   t.ok(system.indexOf('[1]') < system.indexOf('[2]'), 'passages in rank order');
@@ -81,8 +86,13 @@ t.test('prompt: system prompt, knowledge passages, history, then the new message
 t.test('prompt: without system prompt or passages', async (t) => {
   const messages = buildPrompt({ systemPrompt: '   ', passages: [], history: [], message: 'hi' });
   t.equal(messages.length, 2);
-  t.match(messages[0]!.content, /helpful customer-support assistant/);
+  t.match(messages[0]!.content, /"""\nYou are a helpful customer-support assistant\. Answer briefly\.\n"""/, 'a default for the company\'s instructions');
   t.notMatch(messages[0]!.content, /Knowledge base passages/);
+  t.match(messages[0]!.content, /Answer only from the company's instructions above/, 'without a knowledge base, the instructions are the only source');
+  t.notMatch(messages[0]!.content, /nothing relevant/);
+  const withBase = buildPrompt({ systemPrompt: 'S', passages: [], hasKnowledgeBase: true, history: [], message: 'hi' });
+  t.match(withBase[0]!.content, /The knowledge base has nothing relevant to this message/, 'a base with no passage for the message: no facts, hand over');
+  t.match(withBase[0]!.content, /Answer only from the numbered knowledge base passages/);
   t.same(messages[1], { role: 'user', content: 'hi' });
 });
 

@@ -4,6 +4,9 @@ import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { sql } from '../support/worker.js';
 
+/** A confidence as the API shows it: a share 0–1, or null where the answer path gives none. */
+const isConfidence = (v: unknown) => v === null || (typeof v === 'number' && v >= 0 && v <= 1);
+
 // "Test agent": the agent's answer path on a list of questions, nothing sent, no conversation.
 const svc = await startTestService(t, 'evaluations');
 const model = await startOpenAiStub(t);
@@ -26,9 +29,9 @@ t.test('a built-in agent: pass, fail with the missing phrases, no answer, a pers
     body: {
       cases: [
         { question: 'When do you open?', expect: ['9 am', 'Saturday'] },
-        { question: 'Can I return something?', expect: ['30 days', 'refund in cash'] },
+        { question: 'Can items be returned?', expect: ['30 days', 'refund in cash'] },
         { question: 'Do you repair bicycles?', expect: [] },
-        { question: 'How long do I have for returnign an item?', expect: ['30 DAYS'] },
+        { question: 'Are you open on Saturdya?', expect: ['MONDAY'] },
         { question: 'I want to talk to a human', expect: ['human colleague'] },
       ],
     },
@@ -43,12 +46,53 @@ t.test('a built-in agent: pass, fail with the missing phrases, no answer, a pers
   t.match(ret, { outcome: 'reply', pass: false, missing: ['refund in cash'] }, 'a missing phrase fails the case and is named');
   t.match(none, { outcome: 'handoff', reason: 'no_answer', answer: "Sorry, I don't have an answer to that. A human colleague will take over shortly.", sources: [], pass: false }, 'no expectations: passes only when the agent answers');
   t.match(typo, { outcome: 'reply', pass: true }, 'phrases are matched without case; typos in the question are answered');
-  t.match(human, { outcome: 'handoff', reason: 'asked_for_human', pass: true });
+  t.match(human, { outcome: 'handoff', reason: 'asked_for_human', decision: 'asked_for_human', pass: true });
+  t.match(open, { expect: ['9 am', 'Saturday'], decision: 'answer' }, 'each result shows what it expected and what the agent decided');
+  t.ok(isConfidence(open.confidence), `the reply's confidence: ${open.confidence}`);
+  t.match(none, { expect: [], decision: 'no_answer', confidence: null });
+  t.equal(open.confidence, open.bestMatch.confidence, 'an answer from the best passage is as sure as that passage');
+  t.match(open.bestMatch, { documentId: doc.id, chunkId: open.sources[0].chunkId, title: 'Shop' });
 
   t.equal((await sql(svc.orm, 'select count(*)::int as n from conversations'))[0].n, 0, 'no conversation was touched');
   t.equal((await sql(svc.orm, 'select count(*)::int as n from outbox'))[0].n, 0, 'nothing was sent');
   const list = await api('GET', `/api/agents/${builtin.id}/evaluations`, { token });
   t.same(list.body.evaluations.map((x: { id: number }) => x.id), [e.id], 'kept and listed');
+});
+
+t.test('a built-in agent: questions it must not answer (expect "handoff")', async (t) => {
+  const res = await api('POST', `/api/agents/${builtin.id}/evaluations`, {
+    token,
+    body: {
+      cases: [
+        { question: 'Do you repair bicycles?', expect: 'handoff' },
+        { question: 'When do you open?', expect: 'handoff' },
+        { question: 'Can I speak to a real person?', expect: 'handoff' },
+        { question: 'Do you repair bicycles?', expect: ["don't have an answer"] },
+        { question: 'Are you open on Sunday?', expect: 'handoff' },
+        { question: 'hi', expect: 'handoff' },
+        { question: 'hi', expect: [] },
+      ],
+    },
+  });
+  t.equal(res.status, 201);
+  const e = res.body.evaluation;
+  t.match(e, { passed: 4, failed: 3 });
+  const [unknown, known, person, phrased, nearMiss, hello, hello2] = e.cases;
+  t.match(unknown, { expect: 'handoff', outcome: 'handoff', reason: 'no_answer', decision: 'no_answer', confidence: null, sources: [], pass: true, missing: [] }, 'no answer in the knowledge: handed over, as expected');
+  t.match(known, { expect: 'handoff', outcome: 'reply', decision: 'answer', pass: false }, 'the agent answered a question it must not answer: fails');
+  t.match(known.sources, [{ documentId: doc.id }]);
+  t.match(person, { expect: 'handoff', outcome: 'handoff', reason: 'asked_for_human', decision: 'asked_for_human', pass: true }, 'a customer asking for a person is handed over too');
+  t.match(phrased, { decision: 'no_answer', pass: false, missing: [] }, 'phrases found in a no-answer do not pass a case that expects an answer');
+  t.match(nearMiss, { decision: 'no_answer', outcome: 'handoff', confidence: null, pass: true, bestMatch: { documentId: doc.id, title: 'Shop', confidence: Number } }, 'a near miss: handed over, the closest passage shown');
+  t.ok(nearMiss.bestMatch.confidence < 0.5, `below the threshold: ${nearMiss.bestMatch.confidence}`);
+  t.match(hello, { decision: 'greeting', outcome: 'reply', sources: [], confidence: null, bestMatch: null, pass: false }, 'a greeting is greeted, not handed off');
+  t.match(hello2, { decision: 'greeting', pass: true });
+
+  t.equal((await api('PATCH', `/api/agents/${builtin.id}`, { token, body: { onNoAnswer: 'fallback' } })).status, 200);
+  t.teardown(async () => void (await api('PATCH', `/api/agents/${builtin.id}`, { token, body: { onNoAnswer: 'handoff' } })));
+  const fallback = (await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'Do you repair bicycles?', expect: 'handoff' }, { question: 'Do you repair bicycles?', expect: [] }] } })).body.evaluation;
+  t.match(fallback.cases[0], { outcome: 'reply', answer: "Sorry, I don't have an answer to that.", decision: 'no_answer', pass: true }, 'onNoAnswer "fallback": the fallback text is a no-answer, so the handoff case passes');
+  t.match(fallback.cases[1], { outcome: 'reply', decision: 'no_answer', pass: false }, 'and a case that expects an answer fails on it');
 });
 
 t.test('a model agent: real calls, billed like any call; told when nothing is relevant', async (t) => {
@@ -82,7 +126,21 @@ t.test('a model agent: real calls, billed like any call; told when nothing is re
 
   t.equal((await api('PATCH', `/api/agents/${gpt.id}`, { token, body: { onNoAnswer: 'fallback' } })).status, 200);
   const fallback = await api('POST', `/api/agents/${gpt.id}/evaluations`, { token, body: { cases: [{ question: 'Do you repair bicycles?', expect: [] }] } });
-  t.match(fallback.body.evaluation.cases[0], { outcome: 'reply', answer: "Sorry, I don't have an answer to that.", sources: [], pass: true }, 'onNoAnswer "fallback": the model handing over becomes the fallback text');
+  t.match(fallback.body.evaluation.cases[0], { outcome: 'reply', answer: "Sorry, I don't have an answer to that.", sources: [], decision: 'no_answer', pass: false }, 'onNoAnswer "fallback": the model handing over becomes the fallback text, a no-answer');
+
+  const handoffCases = await api('POST', `/api/agents/${gpt.id}/evaluations`, {
+    token,
+    body: { cases: [{ question: 'Do you repair bicycles?', expect: 'handoff' }, { question: 'How long can I return items?', expect: 'handoff' }] },
+  });
+  const [declined, answered2] = handoffCases.body.evaluation.cases;
+  t.match(declined, { expect: 'handoff', outcome: 'reply', decision: 'no_answer', pass: true }, 'the model handed over (the fallback text said): a handoff case passes');
+  t.match(answered2, { expect: 'handoff', outcome: 'reply', answer: 'You can return items within 30 days.', decision: 'answer', pass: false }, 'the model answered from the knowledge: a handoff case fails');
+  t.ok(isConfidence(answered2.confidence));
+
+  // Handed over for want of money, not because the agent declined: a handoff case does not pass on that.
+  t.equal((await api('PATCH', `/api/agents/${gpt.id}`, { token, body: { spendCapUsdPerDay: '0.00' } })).status, 200);
+  const capped = (await api('POST', `/api/agents/${gpt.id}/evaluations`, { token, body: { cases: [{ question: 'Do you repair bicycles?', expect: 'handoff' }] } })).body.evaluation.cases[0];
+  t.match(capped, { outcome: 'handoff', reason: 'spend_cap', decision: null, pass: false }, 'a spend cap is no answer decision');
 });
 
 t.test('validation and ownership', async (t) => {
@@ -91,8 +149,37 @@ t.test('validation and ownership', async (t) => {
     t.equal(res.status, 400, JSON.stringify(body).slice(0, 60));
     t.equal(res.body.error.code, 'VALIDATION_ERROR');
   }
+  const form = await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, rawBody: '--b\r\nContent-Disposition: form-data; name="cases"\r\n\r\nx\r\n--b--\r\n', headers: { 'content-type': 'multipart/form-data; boundary=b' } });
+  t.equal(form.status, 400, 'a body that is not JSON');
+  t.equal(form.body.error.code, 'VALIDATION_ERROR');
+  const expectMessage = 'must be a list of phrases or "handoff"';
+  for (const expect of ['x', 'HANDOFF', 'handoff ', 5, null, true, { phrases: ['a'] }]) {
+    const res = await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'q', expect }] } });
+    t.equal(res.status, 400, `expect ${JSON.stringify(expect)}`);
+    t.match(res.body.error, { code: 'VALIDATION_ERROR', details: [{ field: 'cases.1.expect', message: expectMessage }] });
+    t.equal(res.body.error.details.length, 1);
+  }
+  for (const [expect, field, message] of [
+    [[''], 'cases.0.expect.0', 'must not be empty'],
+    [['ok', '  '], 'cases.0.expect.1', 'must not be blank'],
+    [['ok', 7], 'cases.0.expect.1', 'must be a string'],
+    [Array.from({ length: 21 }, () => 'p'), 'cases.0.expect', 'must NOT have more than 20 items'],
+  ] as const) {
+    const res = await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'q', expect }] } });
+    t.equal(res.status, 400, JSON.stringify(expect).slice(0, 40));
+    t.match(res.body.error.details, [{ field, message }], 'a bad phrase is named by its place');
+  }
+
   const other = await signUp(api, 'Other Co');
   const res = await api('POST', `/api/agents/${builtin.id}/evaluations`, { token: other.token, body: { cases: [{ question: 'When do you open?', expect: [] }] } });
   t.equal(res.status, 404);
   t.equal((await api('GET', `/api/agents/${builtin.id}/evaluations`, { token: other.token })).status, 404);
+});
+
+t.test('results kept before a field existed show it empty', async (t) => {
+  const [{ company_id: companyId }] = await sql(svc.orm, 'select company_id from agents where id = ?', [builtin.id]);
+  const old = [{ question: 'When do you open?', answer: 'We open at nine.', outcome: 'reply', reason: null, sources: [], pass: true, missing: [] }];
+  await sql(svc.orm, 'insert into agent_evaluations (company_id, agent_id, passed, failed, cases) values (?, ?, 1, 0, ?::jsonb)', [companyId, builtin.id, JSON.stringify(old)]);
+  const [latest] = (await api('GET', `/api/agents/${builtin.id}/evaluations?limit=1`, { token })).body.evaluations;
+  t.same(latest.cases, [{ ...old[0], expect: null, confidence: null, decision: null, bestMatch: null }]);
 });

@@ -322,6 +322,8 @@ t.test('real answers match the documented schemas', async (t) => {
   t.equal((await call(t, 'POST', '/api/knowledge-bases/{id}/documents/{docId}/retry', { token, params: { id: kb.id, docId: document.id } })).status, 409, 'a ready document is not retried');
   const search = await call(t, 'GET', '/api/knowledge-bases/{id}/search', { token, params: { id: kb.id }, query: '?q=when%20do%20you%20open' });
   t.ok(search.body.results.length > 0, 'the search found the document');
+  await call(t, 'GET', '/api/knowledge-bases/{id}/gaps', { token, params: { id: kb.id }, query: `?from=${new Date(Date.now() - 86_400_000).toISOString()}&limit=10` });
+  await call(t, 'GET', '/api/knowledge-bases/{id}/gaps', { token, params: { id: kb.id }, query: '?from=tomorrow' });
 
   const agent = (await call(t, 'POST', '/api/agents', { token, body: { name: 'Support', systemPrompt: 'Be brief.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-example' } } })).body.agent;
   const builtin = (await call(t, 'POST', '/api/agents', { token, body: { name: 'Hours', knowledgeBaseId: kb.id } })).body.agent;

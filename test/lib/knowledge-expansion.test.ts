@@ -50,7 +50,7 @@ t.test('the list: a phrase stays a phrase once stop words are out; every group k
 });
 
 t.test('fusion: when a word is misspelt, the corrected list decides between equals', async (t) => {
-  const candidate = (chunkId: number, fulltextRank: number, trigramRank: number, fuzzy: boolean): LexicalCandidate => ({ chunkId, documentId: 1, fulltextRank, trigramRank, fuzzy, relevance: 0.5 });
+  const candidate = (chunkId: number, fulltextRank: number, trigramRank: number, fuzzy: boolean): LexicalCandidate => ({ chunkId, documentId: 1, fulltextRank, trigramRank, fuzzy, relevance: 0.5, matches: [] });
   // A ranks first as written, B first as corrected (B holds the misspelt word's neighbour).
   const fused = fuse([candidate(1, 1, 2, false), candidate(2, 2, 1, true)], null);
   t.same(fused.map((f) => f.chunkId), [2, 1]);

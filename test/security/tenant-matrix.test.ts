@@ -71,6 +71,7 @@ const MATRIX: Record<string, unknown> = {
   'DELETE /api/knowledge-bases/:id/documents/:docId': undefined,
   'POST /api/knowledge-bases/:id/documents/:docId/retry': undefined,
   'GET /api/knowledge-bases/:id/search': undefined,
+  'GET /api/knowledge-bases/:id/gaps': undefined,
   'GET /api/conversations/:id': undefined,
   'GET /api/conversations/:id/messages': undefined,
   'POST /api/conversations/:id/messages': { text: 'pwned' },

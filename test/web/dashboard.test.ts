@@ -136,6 +136,8 @@ t.test('agents: create, edit, the model key is write-only', async (t) => {
   await go(page, 'Agents');
   await page.getByLabel('Name', { exact: true }).fill('Support bot');
   await page.getByLabel('System prompt').fill('Answer briefly.');
+  t.equal(await page.getByText('The reply to “hi” or “thanks”. Empty: a default in the customer’s language.').count(), 1, 'the greeting explained');
+  await page.getByLabel('Greeting').fill('  Hi! Ask me about your order.  ');
   await page.getByRole('button', { name: 'Create agent' }).click();
   await page.getByRole('status').getByText('Agent “Support bot” created.').waitFor();
   await page.getByRole('cell', { name: 'Support bot', exact: true }).waitFor();
@@ -152,7 +154,13 @@ t.test('agents: create, edit, the model key is write-only', async (t) => {
   await shot('02-agents');
 
   const agents = (await api('GET', '/api/agents', { token })).body.agents;
-  t.match(agents, [{ name: 'Sales bot', systemPrompt: 'Answer briefly.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://llm.example.com/v1', hasApiKey: true } }]);
+  t.match(agents, [{ name: 'Sales bot', systemPrompt: 'Answer briefly.', greeting: 'Hi! Ask me about your order.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://llm.example.com/v1', hasApiKey: true } }]);
+  await page.getByRole('button', { name: 'Edit Sales bot' }).click();
+  t.equal(await page.getByLabel('Greeting').inputValue(), 'Hi! Ask me about your order.');
+  await page.getByLabel('Greeting').fill('');
+  await page.getByRole('button', { name: 'Save agent' }).click();
+  await page.getByRole('status').getByText('Agent “Sales bot” saved.').waitFor();
+  t.equal((await api('GET', '/api/agents', { token })).body.agents[0].greeting, null, 'emptied: back to the default');
   await page.getByRole('button', { name: 'Edit Sales bot' }).click();
   t.equal(await page.getByLabel('API key').inputValue(), '', 'a stored key is never shown back');
   t.notMatch(await page.content(), /sk-dashboard-secret/);

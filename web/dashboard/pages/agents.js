@@ -28,6 +28,7 @@ export function render(root, { signal }) {
   const kb = h('select', { name: 'knowledgeBaseId' });
   const onNoAnswer = select(NO_ANSWER, { name: 'onNoAnswer' });
   const fallbackMessage = h('input', { type: 'text', name: 'fallbackMessage', maxlength: '1000' });
+  const greeting = h('input', { type: 'text', name: 'greeting', maxlength: '1000' });
   const threshold = h('input', { type: 'number', name: 'relevanceThreshold', min: '0', max: '1', step: '0.05' });
   const modelFields = h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey, keyHint));
   const title = h('h2', { id: 'agent-form-title' }, 'New agent');
@@ -45,8 +46,9 @@ export function render(root, { signal }) {
       { class: 'grid-2' },
       field('When nothing relevant is found', onNoAnswer),
       field('Fallback text', fallbackMessage, 'Told to the customer instead of a guess.'),
-      field('Relevance threshold', threshold, '0–1: how much of a question a passage must cover to be used (default 0.5).'),
+      field('Confidence threshold', threshold, '0–1: how sure the agent must be that a passage answers the question before it uses it (default 0.4). Higher: fewer answers, fewer wrong ones.'),
     ),
+    field('Greeting', greeting, 'The reply to a greeting such as “hi”. Empty: a default in the customer’s language. A thanks gets “You’re welcome!” in the customer’s language.'),
     field('Model provider', provider),
     modelFields,
     h('div', { class: 'actions' }, submit, cancel),
@@ -79,7 +81,8 @@ export function render(root, { signal }) {
     fillKnowledgeBases(agent?.knowledgeBaseId);
     onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
     fallbackMessage.value = agent?.fallbackMessage ?? '';
-    threshold.value = String(agent?.relevanceThreshold ?? 0.5);
+    greeting.value = agent?.greeting ?? '';
+    threshold.value = String(agent?.relevanceThreshold ?? 0.4);
     syncProvider();
     formMsg.clear();
   }
@@ -106,6 +109,8 @@ export function render(root, { signal }) {
     const editing = state.editing;
     if (fallbackMessage.value.trim()) body.fallbackMessage = fallbackMessage.value.trim();
     else if (editing) body.fallbackMessage = null;
+    if (greeting.value.trim()) body.greeting = greeting.value.trim();
+    else if (editing) body.greeting = null;
     if (threshold.value !== '') body.relevanceThreshold = Number(threshold.value);
     try {
       const { agent } = await busy(submit, () =>

@@ -2,6 +2,7 @@
 // machine with the current state highlighted, the transition log, operator controls and a
 // reply box. The conversation page follows the inspect stream (SSE) and updates in place.
 import { api, seg } from '../api.js';
+import { confidenceBadge } from '../confidence.js';
 import { renderDiagram, leafPath } from '../diagram.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 import { followSse } from '../sse.js';
@@ -187,7 +188,15 @@ function renderOne(root, { signal }, id) {
         return h(
           'li',
           { class: ['msg', `from-${role.replace(/[^a-z]/gi, '')}`] },
-          h('div', { class: 'msg-meta' }, h('span', { class: 'msg-role' }, role), ' · ', time(m.at ?? m.createdAt), m.delivery ? ` · ${m.delivery}` : null),
+          h(
+            'div',
+            { class: 'msg-meta' },
+            h('span', { class: 'msg-role' }, role),
+            ' · ',
+            time(m.at ?? m.createdAt),
+            m.delivery ? ` · ${m.delivery}` : null,
+            role === 'agent' && m.confidence != null ? [' · ', confidenceBadge(m.confidence)] : null,
+          ),
           h('p', { class: 'msg-text' }, m.text ?? ''),
           Array.isArray(m.sources) && m.sources.length
             ? h(

@@ -1,6 +1,8 @@
 // Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
 // a file, a page by URL, or typed text); watch their processing (status, progress bars);
 // retry a failed one; preview a document's chunks; edit the base's own synonyms; try a search.
+// #/knowledge/<id> opens a base; #/knowledge/<id>/gaps its knowledge gaps (knowledge-gaps.js);
+// #/knowledge/<id>/write/<question> its add-document form with the question filled in.
 import { api, apiAll, apiUpload, seg } from '../api.js';
 import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
 
@@ -27,7 +29,14 @@ function snippetNodes(snippet, query) {
 
 const sourceText = (s) => (s?.type === 'url' ? s.url : s?.filename ? `${s.filename}` : s?.type ?? '');
 
-export function render(root, { signal }) {
+export function render(root, ctx) {
+  const [id, view, question] = ctx.params;
+  if (id && view === 'gaps') return import('./knowledge-gaps.js').then((gaps) => gaps.render(root, ctx, id));
+  return renderBases(root, ctx, { id: Number(id) || null, question: view === 'write' && question ? question : null });
+}
+
+/** The knowledge bases; `wanted`: the base to open first, and a question to write an article for. */
+function renderBases(root, { signal }, wanted) {
   const state = { knowledgeBases: [], selectedId: null, documents: [], total: 0, preview: null, timer: null };
   const listMsg = messages();
   const kbList = h('ul', { class: 'pill-list' });
@@ -81,6 +90,8 @@ export function render(root, { signal }) {
   // ---- one knowledge base ----
   const detailTitle = h('h2', { id: 'kb-detail-title' });
   const detailFacts = h('p', { class: 'muted small' });
+  const gapsLink = h('a', { href: '#/knowledge' }, 'Knowledge gaps');
+  const gapsNote = h('p', {}, gapsLink, h('span', { class: 'muted small' }, ': the questions customers asked that this base could not answer.'));
   const docsEl = h('div');
   const docsMsg = messages();
   const previewEl = h('div', { 'aria-live': 'polite' });
@@ -289,6 +300,7 @@ export function render(root, { signal }) {
     detail,
     detailTitle,
     detailFacts,
+    gapsNote,
     h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm, synonymsForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
   );
 
@@ -414,6 +426,7 @@ export function render(root, { signal }) {
     detail.hidden = false;
     detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
     detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
+    gapsLink.href = `#/knowledge/${seg(id)}/gaps`;
     replace(results);
     replace(previewEl);
     synonyms.value = synonymsText(kb?.synonyms);
@@ -424,12 +437,29 @@ export function render(root, { signal }) {
     watch();
   }
 
+  /** "Write an article" of a knowledge gap: the add-document form with the question as its title and first heading. */
+  function writeArticle(kb, question) {
+    // Done once: reloading the page must not fill the form again.
+    history.replaceState(null, '', `#/knowledge/${seg(kb.id)}`);
+    title.value = question.slice(0, 500);
+    content.value = `# ${question}\n\n`;
+    format.value = 'markdown';
+    addMsg.ok('Write the answer under the question, then add the document: the agent answers from it next time.');
+    addForm.scrollIntoView({ block: 'center' });
+    content.focus();
+    content.setSelectionRange(content.value.length, content.value.length);
+  }
+
   async function load() {
     try {
       const out = await apiAll('/api/knowledge-bases', 'knowledgeBases', { signal });
       state.knowledgeBases = out.knowledgeBases ?? [];
       renderKbList();
-      if (state.knowledgeBases.length && state.selectedId === null) choose(state.knowledgeBases[0].id);
+      if (!state.knowledgeBases.length || state.selectedId !== null) return;
+      const asked = state.knowledgeBases.find((k) => k.id === wanted.id);
+      const chosen = choose((asked ?? state.knowledgeBases[0]).id);
+      if (asked && wanted.question) writeArticle(asked, wanted.question);
+      await chosen;
     } catch (err) {
       if (err.name !== 'AbortError') listMsg.error(err);
     }

@@ -1,15 +1,56 @@
-// Test agent: put questions to an agent before customers do. Each case is a question and the
-// phrases its answer must contain; the results show pass / fail, the answer and its sources.
-// Nothing is sent to anyone (POST /api/agents/:id/evaluations).
+// Test agent: put questions to an agent before customers do. A case is a question and either
+// the phrases its answer must contain, or "must hand off": a question the agent must not
+// answer. The results say per case what the agent did, how sure it was, where the answer
+// came from, and whether the case passed and why. Nothing is sent to anyone
+// (POST /api/agents/:id/evaluations).
 import { api, apiAll, seg } from '../api.js';
-import { busy, field, h, messages, replace, table, time } from '../dom.js';
+import { confidenceBadge, confidenceText } from '../confidence.js';
+import { busy, field, h, messages, replace, table, time, uid } from '../dom.js';
 
+const HANDOFF = 'handoff';
 const phrasesOf = (text) => text.split(/[,;\n]/).map((p) => p.trim()).filter(Boolean);
+const mustHandOff = (c) => c.expect === HANDOFF;
+
+const HANDOFF_REASON = {
+  no_answer: 'no answer in the knowledge base',
+  asked_for_human: 'the customer asked for a person',
+  no_credit: 'the balance is used up',
+  spend_cap: 'the daily spend cap is reached',
+  model_failed: 'the model did not answer',
+  outside_hours: 'outside business hours',
+};
+
+/** What the agent did, in the words a support lead uses. */
+function outcomeText(c) {
+  if (c.decision === 'greeting') return 'Greeted the customer';
+  if (c.decision === 'thanks') return 'Answered the thanks';
+  if (c.decision === 'asked_for_human') return 'Handed to a person: the customer asked for one';
+  if (c.decision === 'no_answer') return c.outcome === 'handoff' ? 'Not answered: handed to a person' : 'Not answered: said the fallback text';
+  if (c.outcome === 'handoff') return `Handed to a person: ${HANDOFF_REASON[c.reason] ?? c.reason ?? 'no reason given'}`;
+  if (c.outcome === 'close') return 'Closed the conversation';
+  return c.decision === 'answer' || c.sources?.length ? 'Answered from the knowledge base' : 'Answered';
+}
+
+/** Why the case passed or failed. */
+function verdictText(c) {
+  const answered = c.decision !== 'no_answer' && c.decision !== 'asked_for_human' && c.outcome !== 'handoff';
+  if (mustHandOff(c)) return c.pass ? 'It did not answer, as it must not.' : answered ? 'It answered a question it must not answer.' : 'It did not hand off.';
+  if (c.pass) return c.expect?.length ? 'The answer has every expected phrase.' : 'It answered.';
+  if (c.decision === 'no_answer') return 'It found no answer.';
+  if (c.missing?.length) return `Missing: ${c.missing.join(', ')}`;
+  return 'It did not answer.';
+}
+
+function expectationText(c) {
+  if (mustHandOff(c)) return 'Must hand off';
+  if (Array.isArray(c.expect) && c.expect.length) return `Expects: ${c.expect.join(', ')}`;
+  return Array.isArray(c.expect) ? 'Expects an answer' : null;
+}
 
 export function render(root, { signal }) {
   const state = { agents: [], cases: [] };
   const agentSelect = h('select', { name: 'agent' });
-  const casesEl = h('div');
+  const casesEl = h('div', { class: 'cases' });
   const addCase = h('button', { type: 'button', class: 'secondary' }, 'Add case');
   const run = h('button', { type: 'submit', class: 'primary' }, 'Run test');
   const formMsg = messages();
@@ -19,33 +60,69 @@ export function render(root, { signal }) {
     { method: 'post', class: 'panel', 'aria-labelledby': 'cases-title' },
     h('h2', { id: 'cases-title' }, 'Cases'),
     field('Agent', agentSelect),
+    h(
+      'p',
+      { class: 'cases-hint' },
+      'Write a question as a customer would. Either list phrases the answer must contain, or tick ',
+      h('strong', {}, 'Must hand off'),
+      ' for a question the agent must not answer (your help centre does not say, or it is not your business): that case passes when the agent hands the customer to a person or says its fallback text instead of answering.',
+    ),
     casesEl,
     h('div', { class: 'actions' }, addCase, run),
     formMsg.el,
   );
 
   function caseRow(c, i) {
+    const n = i + 1;
     const question = h('input', { type: 'text', name: `question-${i}`, maxlength: '2000', value: c.question });
     const expect = h('input', { type: 'text', name: `expect-${i}`, maxlength: '2000', value: c.expect, placeholder: 'phrases, separated by commas' });
+    const handoff = h('input', { type: 'checkbox', id: uid('handoff'), name: `handoff-${i}`, checked: c.handoff, 'aria-label': `Must hand off (case ${n})` });
+    const sync = () => {
+      expect.disabled = c.handoff;
+      expect.placeholder = c.handoff ? 'the agent must not answer' : 'phrases, separated by commas';
+    };
     question.addEventListener('input', () => (c.question = question.value));
     expect.addEventListener('input', () => (c.expect = expect.value));
-    const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove case ${i + 1}` }, 'Remove');
+    handoff.addEventListener('change', () => {
+      c.handoff = handoff.checked;
+      sync();
+    });
+    sync();
+    const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove case ${n}` }, 'Remove');
     del.addEventListener('click', () => {
       state.cases.splice(i, 1);
       renderCases();
     });
-    return h('div', { class: 'case-row' }, field(`Question ${i + 1}`, question), field(`Expected phrases ${i + 1}`, expect), del);
+    return h(
+      'div',
+      { class: 'case-row' },
+      field(`Question ${n}`, question),
+      field(`Expected phrases ${n}`, expect),
+      h('div', { class: 'field check handoff' }, handoff, h('label', { for: handoff.id }, 'Must hand off')),
+      del,
+    );
   }
 
+  const blankCase = () => ({ question: '', expect: '', handoff: false });
   function renderCases() {
-    if (!state.cases.length) state.cases.push({ question: '', expect: '' });
+    if (!state.cases.length) state.cases.push(blankCase());
     replace(casesEl, state.cases.map(caseRow));
   }
   addCase.addEventListener('click', () => {
-    state.cases.push({ question: '', expect: '' });
+    state.cases.push(blankCase());
     renderCases();
     casesEl.querySelectorAll('input[name^="question-"]')[state.cases.length - 1]?.focus();
   });
+
+  function summary(evaluation) {
+    const cases = evaluation.cases ?? [];
+    const handoffs = cases.filter(mustHandOff);
+    const answers = cases.filter((c) => !mustHandOff(c));
+    const parts = [`${evaluation.passed} passed, ${evaluation.failed} failed`];
+    if (answers.length && handoffs.length) parts.push(`questions to answer: ${answers.filter((c) => c.pass).length} of ${answers.length} passed`);
+    if (handoffs.length) parts.push(`must hand off: ${handoffs.filter((c) => c.pass).length} of ${handoffs.length} handed off`);
+    return parts.join(' · ');
+  }
 
   function renderResults(evaluation) {
     if (!evaluation) {
@@ -55,20 +132,33 @@ export function render(root, { signal }) {
     replace(
       resultsEl,
       h('h2', { id: 'results-title' }, 'Results'),
-      h('p', { class: 'muted' }, `${evaluation.passed} passed, ${evaluation.failed} failed · `, time(evaluation.createdAt)),
+      h('p', { class: 'summary' }, h('strong', {}, summary(evaluation)), h('span', { class: 'muted' }, ' · ', time(evaluation.createdAt))),
       table(
         '!Test results',
         [
-          { label: 'Question', cell: (c) => c.question },
+          {
+            label: 'Question',
+            cell: (c) => h('div', {}, h('p', { class: 'answer' }, c.question), expectationText(c) ? h('p', { class: 'expectation muted small' }, expectationText(c)) : null),
+          },
+          {
+            label: 'What the agent did',
+            cell: (c) =>
+              h(
+                'div',
+                {},
+                h('p', { class: 'outcome' }, outcomeText(c)),
+                confidenceBadge(c.confidence),
+                c.confidence == null && c.bestMatch
+                  ? h('p', { class: 'closest muted small' }, `Closest passage: ${c.bestMatch.title} (${confidenceText(c.bestMatch.confidence)})`)
+                  : null,
+              ),
+          },
+          { label: 'Answer', cell: (c) => h('p', { class: 'answer' }, c.answer) },
+          { label: 'Sources', cell: (c) => (c.sources?.length ? h('ul', { class: 'plain' }, c.sources.map((s) => h('li', { title: `chunk ${s.chunkId}` }, s.title))) : h('span', { class: 'muted' }, '—')) },
           {
             label: 'Result',
-            cell: (c) => h('div', {}, h('span', { class: ['badge', c.pass ? 'pass' : 'fail'] }, c.pass ? 'Pass' : 'Fail'), c.missing?.length ? h('p', { class: 'doc-error' }, `Missing: ${c.missing.join(', ')}`) : null),
+            cell: (c) => h('div', {}, h('span', { class: ['badge', c.pass ? 'pass' : 'fail'] }, c.pass ? 'Pass' : 'Fail'), h('p', { class: c.pass ? 'why muted small' : 'why doc-error' }, verdictText(c))),
           },
-          {
-            label: 'Answer',
-            cell: (c) => h('div', {}, h('p', { class: 'answer' }, c.answer), c.outcome === 'handoff' ? h('span', { class: 'tag' }, `handed over: ${c.reason}`) : null),
-          },
-          { label: 'Sources', cell: (c) => (c.sources?.length ? h('ul', { class: 'plain' }, c.sources.map((s) => h('li', { title: `chunk ${s.chunkId}` }, s.title))) : h('span', { class: 'muted' }, '—')) },
         ],
         evaluation.cases ?? [],
       ),
@@ -77,7 +167,7 @@ export function render(root, { signal }) {
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    const cases = state.cases.filter((c) => c.question.trim()).map((c) => ({ question: c.question.trim(), expect: phrasesOf(c.expect) }));
+    const cases = state.cases.filter((c) => c.question.trim()).map((c) => ({ question: c.question.trim(), expect: c.handoff ? HANDOFF : phrasesOf(c.expect) }));
     if (!agentSelect.value) {
       formMsg.error(new Error('Create an agent first.'));
       return;
@@ -121,7 +211,11 @@ export function render(root, { signal }) {
 
   root.append(
     h('h1', {}, 'Test agent'),
-    h('p', { class: 'lead muted' }, 'Ask an agent questions before customers do: each answer must contain the phrases you expect. Nothing is sent to anyone; a model agent’s calls are billed as usual.'),
+    h(
+      'p',
+      { class: 'lead muted' },
+      'Ask an agent questions before customers do: check that it answers what your help centre says, and hands over what it does not. Nothing is sent to anyone; a model agent’s calls are billed as usual.',
+    ),
     form,
     h('section', { class: 'panel', 'aria-labelledby': 'results-title' }, resultsEl),
   );

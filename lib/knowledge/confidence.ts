@@ -1,0 +1,162 @@
+/**
+ * How sure the agent may be that a passage answers a question (0–1), the number an agent's
+ * `relevanceThreshold` is compared with (contract.md § Answers a company can trust). Pure: the
+ * facts come from the search statement (lib/knowledge/search.ts), which tells for each of the
+ * question's words how common it is in the base and how each candidate passage holds it.
+ *
+ * Confidence is the share of the question's meaning the passage covers:
+ * - each word of the question (stop words out) weighs its rarity in the base (BM25's IDF): the
+ *   subject of a question is its rare words, "order" in a shop's help centre says little;
+ * - a word the base never uses weighs as much as the rarest word it has, times UNKNOWN_WEIGHT:
+ *   "what is the capital of peru?" asked of a shop is about "capital" and "peru", which no
+ *   passage holds, so no passage covers much of it, whatever letters they share;
+ * - a word the base does not use but whose synonym it does weighs as that synonym;
+ * - so does a typo: an unknown word one or two edits away from a word of the base (by length,
+ *   `isTypo`) is read as that word. Trigram similarity alone ("peru" ~ "repair") is no typo;
+ * - a word held in the passage's title or headings counts fully, in its text BODY_CREDIT, through
+ *   a synonym SYNONYM_CREDIT of that, through a typo TYPO_CREDIT of that.
+ * The weights were chosen on the development set of bench/sections/trust.ts (`npm run bench --
+ * --only trust`). A penalty for a close runner-up from another document was tried there and
+ * answered no fewer unanswerable questions, so a passage is judged on its own.
+ */
+export const UNKNOWN_WEIGHT = 1.25;
+export const BODY_CREDIT = 0.7;
+export const SYNONYM_CREDIT = 0.8;
+export const TYPO_CREDIT = 0.9;
+
+/** A word of the question as the base sees it. */
+export interface QuestionWord {
+  /** Its place in the question (the key of a passage's matches). */
+  qi: number;
+  lexeme: string;
+  /** Chunks of the base holding it (0: unknown to the base). */
+  df: number;
+  /** For an unknown word: the base's most similar terms (trigram neighbours) and their chunk counts. */
+  neighbours: { term: string; df: number }[];
+  /** The base's terms that are synonyms of the word, and their chunk counts. */
+  synonyms: { term: string; df: number }[];
+}
+
+export interface QuestionFacts {
+  /** Chunks in the base. */
+  chunks: number;
+  words: QuestionWord[];
+}
+
+/** How a passage holds one word of the question. */
+export interface WordMatch {
+  qi: number;
+  via: 'own' | 'synonym' | 'typo';
+  /** The base's term found (the word itself, its synonym or its neighbour). */
+  term: string;
+  inHeading: boolean;
+}
+
+export interface ConfidenceWeights {
+  unknownWeight: number;
+  bodyCredit: number;
+  synonymCredit: number;
+  typoCredit: number;
+}
+
+export const DEFAULT_CONFIDENCE_WEIGHTS: Readonly<ConfidenceWeights> = Object.freeze({
+  unknownWeight: UNKNOWN_WEIGHT,
+  bodyCredit: BODY_CREDIT,
+  synonymCredit: SYNONYM_CREDIT,
+  typoCredit: TYPO_CREDIT,
+});
+
+/** BM25's inverse document frequency of a term held by `df` of `n` chunks. */
+export const idf = (n: number, df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5));
+
+/** Optimal string alignment distance (Damerau–Levenshtein with adjacent swaps), stopping early past `max`. */
+export function editDistance(a: string, b: string, max = Infinity): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const prevPrev: number[] = new Array(b.length + 1).fill(0);
+  let prev: number[] = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur: number[] = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, prevPrev[j - 2]! + 1);
+      cur.push(d);
+      rowMin = Math.min(rowMin, d);
+    }
+    if (rowMin > max) return max + 1;
+    for (let j = 0; j <= b.length; j++) prevPrev[j] = prev[j]!;
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** Edits a word of this length may be away from the base's word to be its typo. */
+export const typoEdits = (length: number) => (length < 4 ? 0 : length < 8 ? 1 : 2);
+
+/** Letters a misspelt word may carry past the base's stem ("parkng" for the stem "park"): its ending. */
+const ENDING = 3;
+
+/**
+ * Is `word` (unknown to the base) a misspelling of the base's `term`? The base's terms are
+ * stems, a misspelt word is not stemmed: its beginning may be the misspelt stem.
+ */
+export function isTypo(word: string, term: string): boolean {
+  const edits = typoEdits(Math.min(word.length, term.length));
+  if (edits === 0) return false;
+  if (editDistance(word, term, edits) <= edits) return true;
+  for (let k = Math.max(1, term.length - edits); k <= Math.min(word.length - 1, term.length + edits); k++) {
+    if (word.length - k <= ENDING && editDistance(word.slice(0, k), term, edits) <= edits) return true;
+  }
+  return false;
+}
+
+/** What each word of the question weighs, and the terms that count as it through a typo. */
+export function wordWeights(q: QuestionFacts, w: ConfidenceWeights = DEFAULT_CONFIDENCE_WEIGHTS): Map<number, { weight: number; typos: Set<string> }> {
+  const rarest = idf(q.chunks, 0);
+  const out = new Map<number, { weight: number; typos: Set<string> }>();
+  for (const word of q.words) {
+    if (out.has(word.qi)) continue;
+    if (word.df > 0) {
+      out.set(word.qi, { weight: idf(q.chunks, word.df), typos: new Set() });
+      continue;
+    }
+    // The base says it in its own words: the word weighs what they weigh.
+    if (word.synonyms.length) {
+      out.set(word.qi, { weight: Math.max(...word.synonyms.map((t) => idf(q.chunks, t.df))), typos: new Set() });
+      continue;
+    }
+    const typos = word.neighbours.filter((n) => isTypo(word.lexeme, n.term));
+    if (typos.length) out.set(word.qi, { weight: Math.max(...typos.map((t) => idf(q.chunks, t.df))), typos: new Set(typos.map((t) => t.term)) });
+    else out.set(word.qi, { weight: rarest * w.unknownWeight, typos: new Set() });
+  }
+  return out;
+}
+
+/** The share of the question's weight a passage covers (0–1). */
+export function coverage(weights: Map<number, { weight: number; typos: Set<string> }>, matches: WordMatch[], w: ConfidenceWeights = DEFAULT_CONFIDENCE_WEIGHTS): number {
+  let total = 0;
+  for (const v of weights.values()) total += v.weight;
+  if (total <= 0) return 0;
+  const credit = new Map<number, number>();
+  for (const m of matches) {
+    const word = weights.get(m.qi);
+    if (!word) continue;
+    let c = m.inHeading ? 1 : w.bodyCredit;
+    if (m.via === 'synonym') c *= w.synonymCredit;
+    else if (m.via === 'typo') {
+      if (!word.typos.has(m.term)) continue;
+      c *= w.typoCredit;
+    }
+    credit.set(m.qi, Math.max(credit.get(m.qi) ?? 0, c));
+  }
+  let covered = 0;
+  for (const [qi, c] of credit) covered += weights.get(qi)!.weight * c;
+  return Math.min(1, covered / total);
+}
+
+/** The confidence of each candidate passage (same order), from how each holds the question's words. */
+export function passageConfidences(q: QuestionFacts, candidates: { matches: WordMatch[] }[], w: ConfidenceWeights = DEFAULT_CONFIDENCE_WEIGHTS): number[] {
+  const weights = wordWeights(q, w);
+  return candidates.map((c) => coverage(weights, c.matches, w));
+}
