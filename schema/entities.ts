@@ -407,7 +407,7 @@ export const AgentSchema = new EntitySchema<Agent>({
     onNoAnswer: { type: 'text', default: 'handoff' },
     fallbackMessage: { type: 'text', nullable: true },
     greeting: { type: 'text', nullable: true },
-    relevanceThreshold: { type: 'float', default: 0.4 },
+    relevanceThreshold: { type: 'float', default: 0.35 },
     debounceMs: { type: 'integer', default: 0 },
     hours: { type: 'json', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },

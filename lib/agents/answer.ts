@@ -40,7 +40,7 @@ import { promisedAction } from './promises.js';
  */
 export const DEFAULT_FALLBACK_TEXT = "Sorry, I don't have an answer to that.";
 /** Chosen on the trust bench's development set (bench/sections/trust.ts): see lib/knowledge/confidence.ts. */
-export const DEFAULT_RELEVANCE_THRESHOLD = 0.4;
+export const DEFAULT_RELEVANCE_THRESHOLD = 0.35;
 export const DEFAULT_PASSAGES = 3;
 
 /** What answering needs to know of an agent. */

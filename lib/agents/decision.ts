@@ -54,6 +54,15 @@ const PHRASES: Phrase[] = [...GREETINGS.map((p) => ({ p, kind: 'greeting' as con
   .map(({ p, kind }) => ({ words: normalise(p).split(' '), kind }))
   .sort((a, b) => b.words.length - a.words.length);
 
+/** The phrases by their first word and by their last (longest first): every customer message is read against them. */
+const indexBy = (pick: (p: Phrase) => string) => {
+  const out = new Map<string, Phrase[]>();
+  for (const p of PHRASES) out.set(pick(p), [...(out.get(pick(p)) ?? []), p]);
+  return out;
+};
+const BY_FIRST = indexBy((p) => p.words[0]!);
+const BY_LAST = indexBy((p) => p.words[p.words.length - 1]!);
+
 function normalise(text: string): string {
   return text
     .normalize('NFKD')
@@ -87,7 +96,8 @@ export function smallTalkOf(text: string): { kind: SmallTalk | null; question: s
     while (from < to) {
       let length = 1;
       if (!(kind && FILLERS.has(words[atStart ? from : to - 1]!))) {
-        const p = PHRASES.find((p) => p.words.length <= to - from && startsWith(words, atStart ? from : to - p.words.length, p.words));
+        const candidates = (atStart ? BY_FIRST.get(words[from]!) : BY_LAST.get(words[to - 1]!)) ?? [];
+        const p = candidates.find((p) => p.words.length <= to - from && startsWith(words, atStart ? from : to - p.words.length, p.words));
         if (!p) break;
         note(p.kind);
         length = p.words.length;

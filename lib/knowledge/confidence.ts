@@ -1,3 +1,5 @@
+import { isCommonWord } from './common-words.js';
+
 /**
  * How sure the agent may be that a passage answers a question (0–1), the number an agent's
  * `relevanceThreshold` is compared with (contract.md § Answers a company can trust). Pure: the
@@ -10,16 +12,19 @@
  * - a word the base never uses weighs as much as the rarest word it has, times UNKNOWN_WEIGHT:
  *   "what is the capital of peru?" asked of a shop is about "capital" and "peru", which no
  *   passage holds, so no passage covers much of it, whatever letters they share;
+ * - unless it is one of the languages' commonest words ("take", "today", "сегодня";
+ *   lib/knowledge/common-words.ts): then COMMON_WEIGHT of that, its absence says little;
  * - a word the base does not use but whose synonym it does weighs as that synonym;
  * - so does a typo: an unknown word one or two edits away from a word of the base (by length,
  *   `isTypo`) is read as that word. Trigram similarity alone ("peru" ~ "repair") is no typo;
  * - a word held in the passage's title or headings counts fully, in its text BODY_CREDIT, through
  *   a synonym SYNONYM_CREDIT of that, through a typo TYPO_CREDIT of that.
- * The weights were chosen on the development set of bench/sections/trust.ts (`npm run bench --
+ * The weights were chosen on the development sets of bench/sections/trust.ts (`npm run bench --
  * --only trust`). A penalty for a close runner-up from another document was tried there and
  * answered no fewer unanswerable questions, so a passage is judged on its own.
  */
 export const UNKNOWN_WEIGHT = 1.25;
+export const COMMON_WEIGHT = 0.2;
 export const BODY_CREDIT = 0.7;
 export const SYNONYM_CREDIT = 0.8;
 export const TYPO_CREDIT = 0.9;
@@ -54,6 +59,7 @@ export interface WordMatch {
 
 export interface ConfidenceWeights {
   unknownWeight: number;
+  commonWeight: number;
   bodyCredit: number;
   synonymCredit: number;
   typoCredit: number;
@@ -61,6 +67,7 @@ export interface ConfidenceWeights {
 
 export const DEFAULT_CONFIDENCE_WEIGHTS: Readonly<ConfidenceWeights> = Object.freeze({
   unknownWeight: UNKNOWN_WEIGHT,
+  commonWeight: COMMON_WEIGHT,
   bodyCredit: BODY_CREDIT,
   synonymCredit: SYNONYM_CREDIT,
   typoCredit: TYPO_CREDIT,
@@ -128,7 +135,7 @@ export function wordWeights(q: QuestionFacts, w: ConfidenceWeights = DEFAULT_CON
     }
     const typos = word.neighbours.filter((n) => isTypo(word.lexeme, n.term));
     if (typos.length) out.set(word.qi, { weight: Math.max(...typos.map((t) => idf(q.chunks, t.df))), typos: new Set(typos.map((t) => t.term)) });
-    else out.set(word.qi, { weight: rarest * w.unknownWeight, typos: new Set() });
+    else out.set(word.qi, { weight: rarest * w.unknownWeight * (isCommonWord(word.lexeme) ? w.commonWeight : 1), typos: new Set() });
   }
   return out;
 }

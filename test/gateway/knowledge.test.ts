@@ -224,7 +224,7 @@ t.test('knowledge bases, documents, chunks, search', async (t) => {
   t.test("search: the customer's words for the help centre's (synonyms)", async (t) => {
     const receipt = await top(kb.id, 'I need a receipt');
     t.match(receipt, { documentId: payment.id, heading: 'Paying for an order › Invoices', matchedBy: ['fulltext'] }, '"receipt" finds the invoices');
-    t.ok(receipt.confidence >= 0.4, `confidence ${receipt.confidence}: an agent answers it at the default threshold`);
+    t.ok(receipt.confidence >= 0.35, `confidence ${receipt.confidence}: an agent answers it at the default threshold`);
     t.equal((await top(kb.id, 'when do I get my money back')).documentId, returns.id, '"money back" finds the refund');
     t.equal((await top(kb.id, 'where is my package')).documentId, delivery.id, '"package" finds the parcel');
     t.equal((await top(ru.id, 'когда привезут?')).documentId, ruDelivery.id, '«привезут» finds the delivery');

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { answeringPassage, smallTalkOf, smallTalkReply } from '../../lib/agents/decision.js';
+import { isCommonWord } from '../../lib/knowledge/common-words.js';
 import { coverage, isTypo, passageConfidences, wordWeights, type QuestionFacts } from '../../lib/knowledge/confidence.js';
 
 t.test('small talk: only a greeting or thanks is small talk; a greeting before a question comes off', async (t) => {
@@ -44,4 +45,16 @@ t.test('confidence: words the base never uses count against a passage; heading m
 t.test('the answering passage: the most confident, the first by search score on a tie', async (t) => {
   t.equal(answeringPassage([{ confidence: 0.5, id: 1 }, { confidence: 0.7, id: 2 }, { confidence: 0.7, id: 3 }])?.id, 2);
   t.equal(answeringPassage([]), null);
+});
+
+t.test('the commonest words say little when a help centre lacks them; a subject it lacks says a lot', async (t) => {
+  for (const w of ['take', 'today', 'realli', 'сегодн', 'котор']) t.ok(isCommonWord(w), `${w} is common`);
+  for (const w of ['peru', 'bitcoin', 'tea', 'кофемолк', 'матч']) t.notOk(isCommonWord(w), `${w} is not`);
+  // "how long does delivery take?" of a base whose every chunk is about delivery-ish things.
+  const facts: QuestionFacts = { chunks: 5, words: [{ qi: 1, lexeme: 'delivery', df: 3, neighbours: [], synonyms: [] }, { qi: 2, lexeme: 'take', df: 0, neighbours: [], synonyms: [] }] };
+  const withTake = coverage(wordWeights(facts), [{ qi: 1, via: 'own', term: 'delivery', inHeading: true }]);
+  const asTea: QuestionFacts = { ...facts, words: [facts.words[0]!, { qi: 2, lexeme: 'tea', df: 0, neighbours: [], synonyms: [] }] };
+  const withTea = coverage(wordWeights(asTea), [{ qi: 1, via: 'own', term: 'delivery', inHeading: true }]);
+  t.ok(withTake >= 0.35, `"delivery … take": ${withTake.toFixed(3)}, answered at the default threshold`);
+  t.ok(withTea < 0.2, `"delivery … tea": ${withTea.toFixed(3)}, not`);
 });

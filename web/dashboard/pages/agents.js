@@ -46,7 +46,7 @@ export function render(root, { signal }) {
       { class: 'grid-2' },
       field('When nothing relevant is found', onNoAnswer),
       field('Fallback text', fallbackMessage, 'Told to the customer instead of a guess.'),
-      field('Confidence threshold', threshold, '0–1: how sure the agent must be that a passage answers the question before it uses it (default 0.4). Higher: fewer answers, fewer wrong ones.'),
+      field('Confidence threshold', threshold, '0–1: how sure the agent must be that a passage answers the question before it uses it (default 0.35). Higher: fewer answers, fewer wrong ones.'),
     ),
     field('Greeting', greeting, 'The reply to a greeting such as “hi”. Empty: a default in the customer’s language. A thanks gets “You’re welcome!” in the customer’s language.'),
     field('Model provider', provider),
@@ -82,7 +82,7 @@ export function render(root, { signal }) {
     onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
     fallbackMessage.value = agent?.fallbackMessage ?? '';
     greeting.value = agent?.greeting ?? '';
-    threshold.value = String(agent?.relevanceThreshold ?? 0.4);
+    threshold.value = String(agent?.relevanceThreshold ?? 0.35);
     syncProvider();
     formMsg.clear();
   }
