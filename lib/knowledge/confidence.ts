@@ -76,26 +76,28 @@ export const DEFAULT_CONFIDENCE_WEIGHTS: Readonly<ConfidenceWeights> = Object.fr
 /** BM25's inverse document frequency of a term held by `df` of `n` chunks. */
 export const idf = (n: number, df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5));
 
-/** Optimal string alignment distance (Damerau–Levenshtein with adjacent swaps), stopping early past `max`. */
-export function editDistance(a: string, b: string, max = Infinity): number {
+/** Rows of the edit distance, reused: words are short, and no call allocates. */
+let distanceRows: Int32Array[] = [new Int32Array(0), new Int32Array(0), new Int32Array(0)];
+
+/** Optimal string alignment distance (a swap of two neighbours is one edit), or `max + 1` once it exceeds `max`. */
+export function editDistance(a: string, b: string, max: number): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
-  const prevPrev: number[] = new Array(b.length + 1).fill(0);
-  let prev: number[] = Array.from({ length: b.length + 1 }, (_, j) => j);
+  if (distanceRows[0]!.length < b.length + 1) distanceRows = distanceRows.map(() => new Int32Array(b.length + 1));
+  let [before, previous, current] = distanceRows as [Int32Array, Int32Array, Int32Array];
+  for (let j = 0; j <= b.length; j++) previous[j] = j;
   for (let i = 1; i <= a.length; i++) {
-    const cur: number[] = [i];
-    let rowMin = i;
+    current[0] = i;
+    let best = i;
     for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, prevPrev[j - 2]! + 1);
-      cur.push(d);
-      rowMin = Math.min(rowMin, d);
+      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1));
+      if (i > 1 && j > 1 && a.charCodeAt(i - 1) === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === b.charCodeAt(j - 1)) d = Math.min(d, before[j - 2]! + 1);
+      current[j] = d;
+      if (d < best) best = d;
     }
-    if (rowMin > max) return max + 1;
-    for (let j = 0; j <= b.length; j++) prevPrev[j] = prev[j]!;
-    prev = cur;
+    if (best > max) return max + 1;
+    [before, previous, current] = [previous, current, before];
   }
-  return prev[b.length]!;
+  return previous[b.length]!;
 }
 
 /** Edits a word of this length may be away from the base's word to be its typo. */

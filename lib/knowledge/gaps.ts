@@ -1,5 +1,6 @@
 import { query, type SqlClient } from '../db.js';
 import type { DecisionPassage } from '../../schema/conversation.js';
+import { editDistance } from './confidence.js';
 import { STOP_WORDS, wordsOf } from './stop-words.js';
 
 /**
@@ -138,30 +139,6 @@ export const subjectWords = (question: string): string[] => subjectOf(wordsOf(qu
 function readQuestion(question: string): { subject: string[]; phrasing: string } {
   const words = wordsOf(question.slice(0, MAX_GAP_QUESTION_CHARS));
   return { subject: subjectOf(words), phrasing: words.join(' ') };
-}
-
-/** Rows of the edit distance, reused: words are at most a question long. */
-let distanceRows: Int32Array[] = [new Int32Array(0), new Int32Array(0), new Int32Array(0)];
-
-/** Optimal string alignment distance (a swap of two neighbours is one edit), or `max + 1` once it exceeds `max`. */
-function editDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  if (distanceRows[0]!.length < b.length + 1) distanceRows = distanceRows.map(() => new Int32Array(b.length + 1));
-  let [before, previous, current] = distanceRows as [Int32Array, Int32Array, Int32Array];
-  for (let j = 0; j <= b.length; j++) previous[j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    current[0] = i;
-    let best = i;
-    for (let j = 1; j <= b.length; j++) {
-      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1));
-      if (i > 1 && j > 1 && a.charCodeAt(i - 1) === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === b.charCodeAt(j - 1)) d = Math.min(d, before[j - 2]! + 1);
-      current[j] = d;
-      if (d < best) best = d;
-    }
-    if (best > max) return max + 1;
-    [before, previous, current] = [previous, current, before];
-  }
-  return previous[b.length]!;
 }
 
 /**

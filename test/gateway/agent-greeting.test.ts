@@ -1,8 +1,8 @@
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
 
-// `agent.greeting`: the company's own short reply to "hi" or "thanks" (null: a default in the
-// customer's language).
+// `agent.greeting`: the company's own short reply to a greeting such as "hi" (null: a default in
+// the customer's language; a thanks always gets the default).
 const svc = await startTestService(t, 'agent_greeting');
 const { api } = svc;
 const acme = await signUp(api, 'Acme');

@@ -136,7 +136,7 @@ t.test('agents: create, edit, the model key is write-only', async (t) => {
   await go(page, 'Agents');
   await page.getByLabel('Name', { exact: true }).fill('Support bot');
   await page.getByLabel('System prompt').fill('Answer briefly.');
-  t.equal(await page.getByText('The reply to “hi” or “thanks”. Empty: a default in the customer’s language.').count(), 1, 'the greeting explained');
+  t.equal(await page.getByText('The reply to a greeting such as “hi”. Empty: a default in the customer’s language. A thanks gets “You’re welcome!” in the customer’s language.').count(), 1, 'the greeting explained');
   await page.getByLabel('Greeting').fill('  Hi! Ask me about your order.  ');
   await page.getByRole('button', { name: 'Create agent' }).click();
   await page.getByRole('status').getByText('Agent “Support bot” created.').waitFor();

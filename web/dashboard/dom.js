@@ -164,3 +164,40 @@ export function table(caption, columns, rows, { empty = 'Nothing yet.', rowProps
     h('tbody', {}, rows.map((r) => h('tr', rowProps?.(r) ?? {}, columns.map((c) => h('td', { class: c.class }, c.cell(r)))))),
   );
 }
+
+/**
+ * Previous / Next over a paged list (`limit`, `offset`, `total`). `offset` is the page to ask
+ * for; after each read, `shown(total, count)` updates the buttons and the "1–50 of 120" text, or,
+ * when the list shrank under that page (closed, filtered away), moves `offset` to its last page
+ * and returns false: read again.
+ */
+export function pager(pageSize, onMove, { rangeRole } = {}) {
+  const range = h('span', { class: 'muted small', ...(rangeRole ? { role: rangeRole } : {}) });
+  const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous');
+  const next = h('button', { type: 'button', class: 'secondary' }, 'Next');
+  const el = h('div', { class: 'row pager', role: 'group', 'aria-label': 'Pages', hidden: true }, previous, range, next);
+  const p = {
+    el,
+    offset: 0,
+    shown(total, count) {
+      if (p.offset > 0 && p.offset >= total) {
+        p.offset = Math.max(0, Math.floor((total - 1) / pageSize) * pageSize);
+        return false;
+      }
+      range.textContent = total ? `${p.offset + 1}–${p.offset + count} of ${total}` : '';
+      previous.disabled = p.offset === 0;
+      next.disabled = p.offset + count >= total;
+      el.hidden = total <= pageSize && p.offset === 0;
+      return true;
+    },
+  };
+  previous.addEventListener('click', () => {
+    p.offset = Math.max(0, p.offset - pageSize);
+    onMove();
+  });
+  next.addEventListener('click', () => {
+    p.offset += pageSize;
+    onMove();
+  });
+  return p;
+}

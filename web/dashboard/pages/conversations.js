@@ -4,7 +4,7 @@
 import { api, seg } from '../api.js';
 import { confidenceBadge } from '../confidence.js';
 import { renderDiagram, leafPath } from '../diagram.js';
-import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
+import { busy, field, h, messages, pager, replace, select, table, time } from '../dom.js';
 import { followSse } from '../sse.js';
 
 const LIST_POLL_MS = 3000;
@@ -47,31 +47,20 @@ function renderList(root, { signal }) {
   const listEl = h('div');
   const msg = messages();
   const updated = h('p', { class: 'muted small' });
-  const range = h('span', { class: 'muted small', role: 'status' });
-  const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous');
-  const next = h('button', { type: 'button', class: 'secondary' }, 'Next');
-  const pager = h('div', { class: 'row pager', role: 'group', 'aria-label': 'Pages' }, previous, range, next);
-  let offset = 0;
+  const pages = pager(PAGE, () => load(), { rangeRole: 'status' });
 
   let generation = 0;
   async function load() {
     const gen = ++generation;
-    const q = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+    const q = new URLSearchParams({ limit: String(PAGE), offset: String(pages.offset) });
     if (status.value) q.set('status', status.value);
     if (customer.value.trim()) q.set('clientId', customer.value.trim());
     try {
       const { conversations, total } = await api('GET', `/api/conversations?${q}`, undefined, { signal });
       if (gen !== generation) return;
       // The list shrank under this page (closed and filtered away, …): show its last page.
-      if (offset > 0 && offset >= total) {
-        offset = Math.max(0, Math.floor((total - 1) / PAGE) * PAGE);
-        return load();
-      }
+      if (!pages.shown(total, conversations.length)) return load();
       msg.clear();
-      range.textContent = total ? `${offset + 1}–${offset + conversations.length} of ${total}` : '';
-      previous.disabled = offset === 0;
-      next.disabled = offset + conversations.length >= total;
-      pager.hidden = total <= PAGE && offset === 0;
       replace(
         listEl,
         table(
@@ -100,26 +89,17 @@ function renderList(root, { signal }) {
     }
   }
   const restart = () => {
-    offset = 0;
+    pages.offset = 0;
     load();
   };
   status.addEventListener('change', restart);
   customer.addEventListener('change', restart);
-  previous.addEventListener('click', () => {
-    offset = Math.max(0, offset - PAGE);
-    load();
-  });
-  next.addEventListener('click', () => {
-    offset += PAGE;
-    load();
-  });
-  pager.hidden = true;
 
   root.append(
     h('h1', {}, 'Conversations'),
     h('div', { class: 'row filter' }, field('Status', status), field('Customer', customer), updated),
     msg.el,
-    h('section', { 'aria-label': 'Conversation list' }, listEl, pager),
+    h('section', { 'aria-label': 'Conversation list' }, listEl, pages.el),
   );
   every(LIST_POLL_MS, signal, load);
 }

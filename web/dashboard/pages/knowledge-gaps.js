@@ -3,7 +3,7 @@
 // first, over a period; each with the conversations it came from, the closest passage found,
 // and "Write an article", which opens the base's add-document form with the question filled in.
 import { api, seg } from '../api.js';
-import { busy, field, h, messages, replace, table, time } from '../dom.js';
+import { busy, field, h, messages, pager, replace, table, time } from '../dom.js';
 
 const DAY_MS = 86_400_000;
 const DEFAULT_DAYS = 30;
@@ -30,11 +30,7 @@ export function render(root, { signal, navigate }, knowledgeBaseId) {
   const intro = h('p', { class: 'lead muted' }, 'Questions customers asked that this knowledge base could not answer, similar ones grouped, most asked first. Write an article for the frequent ones: the agent answers from it next time.');
   const summary = h('p', { class: 'muted small', role: 'status' });
   const listEl = h('div');
-  const range = h('span', { class: 'muted small' });
-  const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous');
-  const next = h('button', { type: 'button', class: 'secondary' }, 'Next');
-  const pager = h('div', { class: 'row pager', role: 'group', 'aria-label': 'Pages', hidden: true }, previous, range, next);
-  let offset = 0;
+  const pages = pager(PAGE, () => load());
   let generation = 0;
 
   function bestMatchCell(g) {
@@ -60,21 +56,14 @@ export function render(root, { signal, navigate }, knowledgeBaseId) {
       msg.error(new Error('Choose both dates of the period.'));
       return;
     }
-    const q = new URLSearchParams({ from: from.value, to: to.value, limit: String(PAGE), offset: String(offset) });
+    const q = new URLSearchParams({ from: from.value, to: to.value, limit: String(PAGE), offset: String(pages.offset) });
     try {
       const out = await busy(show, () => api('GET', `/api/knowledge-bases/${seg(knowledgeBaseId)}/gaps?${q}`, undefined, { signal }));
       if (gen !== generation) return;
-      if (offset > 0 && offset >= out.total) {
-        offset = Math.max(0, Math.floor((out.total - 1) / PAGE) * PAGE);
-        return load();
-      }
+      if (!pages.shown(out.total, out.gaps.length)) return load();
       msg.clear();
       const truncated = out.truncated ? ' Only the newest 5,000 unanswered questions of the period are grouped: choose a shorter period to see older ones.' : '';
       summary.textContent = out.total ? `${out.total} different question${out.total === 1 ? '' : 's'} went unanswered from ${from.value} to ${to.value}.${truncated}` : '';
-      range.textContent = out.total ? `${offset + 1}–${offset + out.gaps.length} of ${out.total}` : '';
-      previous.disabled = offset === 0;
-      next.disabled = offset + out.gaps.length >= out.total;
-      pager.hidden = out.total <= PAGE && offset === 0;
       replace(
         listEl,
         table(
@@ -101,19 +90,11 @@ export function render(root, { signal, navigate }, knowledgeBaseId) {
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    offset = 0;
-    load();
-  });
-  previous.addEventListener('click', () => {
-    offset = Math.max(0, offset - PAGE);
-    load();
-  });
-  next.addEventListener('click', () => {
-    offset += PAGE;
+    pages.offset = 0;
     load();
   });
 
-  root.append(heading, h('p', {}, back), intro, form, msg.el, summary, h('section', { 'aria-label': 'Knowledge gaps' }, listEl, pager));
+  root.append(heading, h('p', {}, back), intro, form, msg.el, summary, h('section', { 'aria-label': 'Knowledge gaps' }, listEl, pages.el));
   // The base's name in the heading, once known (a base of another company, or deleted, is an error from the list call).
   api('GET', `/api/knowledge-bases/${seg(knowledgeBaseId)}`, undefined, { signal })
     .then(({ knowledgeBase }) => {
