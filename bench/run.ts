@@ -3,7 +3,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, USAGE, type BenchArgs, type Section } from './lib/args.js';
-import { ROOT } from './lib/children.js';
+import { ROOT, useCodeRoot } from './lib/children.js';
+import { COMPARED, comparisonRows } from './lib/compare.js';
 import { benchNats, keepResources, runCleanups, RUN_ID } from './lib/env.js';
 import { ForeignLoad } from './lib/load.js';
 import { note } from './lib/progress.js';
@@ -16,6 +17,7 @@ import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
 import { runReplicas } from './sections/replicas.js';
 import { runModels } from './sections/models.js';
+import { runTrip } from './sections/trip.js';
 import { runTrust } from './sections/trust.js';
 import { runWebchat } from './sections/webchat.js';
 import type { BenchContext, Row, SectionResult } from './sections/types.js';
@@ -69,6 +71,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   replicas: runReplicas,
   models: runModels,
   trust: runTrust,
+  trip: runTrip,
 };
 
 const startedAt = new Date();
@@ -90,11 +93,31 @@ try {
     const load = new ForeignLoad();
     await load.start();
     try {
+      // With --baseline, the other checkout's roles first, then this one's, in the same run.
+      let before: SectionResult | null = null;
+      if (args.baseline && COMPARED.includes(section)) {
+        note(section, `baseline: the roles of ${args.baseline}`);
+        useCodeRoot(resolve(args.baseline));
+        try {
+          before = await runners[section](ctx);
+        } finally {
+          useCodeRoot(ROOT);
+        }
+        note(section, 'this checkout');
+      }
       const r = await runners[section](ctx);
       const machine = await load.stop();
       foreign.push(`${section} ${machine.foreignCores.toFixed(2)}`);
+      if (before) rows.push(...before.rows.map((row) => ({ ...row, section: `${row.section} (baseline)` })));
       rows.push(...r.rows);
-      results[section] = { ...r.data, seconds: Math.round((Date.now() - t0) / 1000), otherLoadCores: Number(machine.foreignCores.toFixed(2)), benchCores: Number(machine.benchCores.toFixed(2)) };
+      if (before) rows.push(...comparisonRows(section, before.data, r.data));
+      results[section] = {
+        ...r.data,
+        ...(before ? { baseline: { root: resolve(args.baseline!), ...before.data } } : {}),
+        seconds: Math.round((Date.now() - t0) / 1000),
+        otherLoadCores: Number(machine.foreignCores.toFixed(2)),
+        benchCores: Number(machine.benchCores.toFixed(2)),
+      };
       note(section, `done in ${Math.round((Date.now() - t0) / 1000)} s (other work on the machine meanwhile: ${machine.foreignCores.toFixed(2)} cores)`);
     } catch (err) {
       await load.stop().catch(() => null);

@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -45,6 +45,8 @@ export interface BenchArgs {
   ingestionDocs: number;
   /** Ingestion: the checkout whose gateway is measured (default: this one). */
   ingestionRoot: string | null;
+  /** Another checkout whose roles the compared sections also run, first, in the same run (ratios after / before). */
+  baseline: string | null;
   /** Models: customers of the bursting company (one message each). */
   modelsBurst: number;
   /** Models: customers of another company writing during the burst. */
@@ -91,6 +93,9 @@ export const USAGE = `npm run bench -- [flags]
             --helpdesk-latency MS (150)
 
   --partitions N (16)       PARTITIONS of the children
+  --baseline DIR            run drain, latency, scaleout, models and webchat first with the roles of
+                            the checkout DIR (its node_modules installed), then with this one's, in the
+                            same run; the table adds each key figure's ratio this / baseline
   --profile                 run the children with --cpu-prof; summaries in bench/results/profiles/
   --profile-top N (25)      functions listed per profile
   --experiments             also measure proposed fixes: gateway and floor with the NATS client's
@@ -146,6 +151,7 @@ export function parseArgs(argv: string[]): BenchArgs {
     knowledgeSearches: 1_000,
     ingestionDocs: 40,
     ingestionRoot: null,
+    baseline: null,
     modelsBurst: 5_000,
     modelsOther: 20,
     modelsLatency: 1_000,
@@ -212,6 +218,7 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'knowledge-searches': a.knowledgeSearches = Math.max(10, Math.round(num(flag, value()))); break;
       case 'ingestion-docs': a.ingestionDocs = Math.max(1, Math.round(num(flag, value()))); break;
       case 'ingestion-root': a.ingestionRoot = value() ?? null; break;
+      case 'baseline': a.baseline = value() ?? null; break;
       case 'models-burst': a.modelsBurst = Math.max(1, Math.round(num(flag, value()))); break;
       case 'models-other': a.modelsOther = Math.max(1, Math.round(num(flag, value()))); break;
       case 'models-latency': a.modelsLatency = Math.round(num(flag, value())); break;

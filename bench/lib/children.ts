@@ -17,7 +17,18 @@ export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 export const LOG_DIR = join(RESULTS_DIR, 'logs');
 
 const ACCESS_LINE_END = '"msg":"request"}';
-const packageScripts = (): Record<string, string> => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+
+/**
+ * The checkout whose roles (`npm run gateway`, `npm run worker`) the children run: this one,
+ * or another one given by `--baseline` (the same sections measured against other code in the
+ * same run). The bench's own helper files always come from this checkout.
+ */
+let codeRoot = ROOT;
+export function useCodeRoot(dir: string): void {
+  codeRoot = dir;
+}
+
+const packageScripts = (): Record<string, string> => (JSON.parse(readFileSync(join(codeRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 
 /** The argv of an npm script that starts with `node` (only plain `node ...` scripts are supported). */
 export function scriptArgv(script: string): string[] {
@@ -44,6 +55,8 @@ export interface Child {
   waitForLog: (match: (line: LogLine) => boolean, timeoutMs?: number) => Promise<LogLine>;
   /** Called for every JSON log line. */
   onLog: (fn: (line: LogLine) => void) => void;
+  /** The inspector's WebSocket address, when the child runs with --inspect (node prints it at start). */
+  inspectorUrl: () => string | null;
   rssBytes: () => number;
   /** Peak RSS so far (VmHWM). */
   peakRssBytes: () => number;
@@ -108,13 +121,14 @@ export async function spawnChild(o: SpawnOptions): Promise<Child> {
   }
   const log: WriteStream = createWriteStream(join(LOG_DIR, `${o.label}.log`));
   const proc = spawn(process.execPath, [...flags, ...argv], {
-    cwd: ROOT,
+    cwd: o.script ? codeRoot : ROOT,
     env: { ...process.env, ...o.env },
     stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   const pid = proc.pid!;
   childPids.add(pid);
   const listeners: ((line: LogLine) => void)[] = [];
+  let inspectorUrl: string | null = null;
   const tail: string[] = [];
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((res) => {
@@ -129,6 +143,7 @@ export async function spawnChild(o: SpawnOptions): Promise<Child> {
       log.write(`${text}\n`);
       tail.push(text);
       if (tail.length > 30) tail.shift();
+      if (!inspectorUrl && text.startsWith('Debugger listening on ')) inspectorUrl = text.slice('Debugger listening on '.length).trim();
       // The access line (one per request, pino writes `msg` last) goes to the log file only:
       // no section waits for it, and parsing thousands a second here would take the CPU the
       // measured child shares on a 2-core machine.
@@ -163,6 +178,7 @@ export async function spawnChild(o: SpawnOptions): Promise<Child> {
     profileDir: o.profileDir ?? null,
     exited,
     onLog: (fn) => listeners.push(fn),
+    inspectorUrl: () => inspectorUrl,
     waitForLog: (match, timeoutMs = 60_000) =>
       new Promise<LogLine>((res, rej) => {
         const timer = setTimeout(() => rej(new Error(`${o.label}: no matching log line within ${timeoutMs} ms\n${tail.join('\n')}`)), timeoutMs);
