@@ -38,8 +38,9 @@ function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
 }
 
 type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
+type HelpdeskCloseEvent = EventOf<'helpdesk.close_dialog' | 'helpdesk.close_request'>;
 
-function helpdeskCloseParams(event: EventOf<'helpdesk.close_dialog' | 'helpdesk.close_request'>): SessionCloseParams {
+function helpdeskCloseParams(event: HelpdeskCloseEvent): SessionCloseParams {
   return {
     origin: 'helpdesk',
     event: event.type,
@@ -55,6 +56,27 @@ function helpdeskTransferParams(event: EventOf<'helpdesk.dialog_transferred'>): 
 
 function operatorCloseParams(event: EventOf<'operator.close'>): SessionCloseParams {
   return { origin: 'operator', event: event.type, at: event.at, ...(event.by !== undefined ? { by: event.by } : {}) };
+}
+
+/** What the agent says: its reply, or its last words when its close_conversation tool ends the session. */
+function agentReplyParams(messageId: string | null, output: AgentOutput): AgentReplyParams {
+  if (output.kind !== 'reply') return { messageId, text: output.kind === 'close' ? (output.text ?? '') : '' };
+  return {
+    messageId,
+    text: output.text,
+    ...(Array.isArray(output.sources) ? { sources: output.sources } : {}),
+    ...(typeof output.confidence === 'number' ? { confidence: output.confidence } : {}),
+  };
+}
+
+/** The agent handed off, or failed (no output): the host transfers the dialog and may send `text`. */
+function agentHandoffParams(messageId: string | null, output: AgentOutput | undefined): SessionTransferExternalParams {
+  return {
+    origin: 'agent',
+    reason: handoffReasonOf(output),
+    messageId,
+    ...(output?.kind === 'handoff' && typeof output.text === 'string' ? { text: output.text } : {}),
+  };
 }
 
 function initialContext(): ConversationContext {
@@ -74,6 +96,53 @@ function initialContext(): ConversationContext {
 export function collectedText(context: ConversationContext): string {
   return (context.collected ?? []).map((m) => m.text).join('\n');
 }
+
+/** A helpdesk close (either kind) ends the session only when it names the request. */
+const helpdeskClose = [
+  {
+    guard: 'hasRequestId',
+    target: '#conversation.closed',
+    actions: [
+      'rememberHelpdeskIds',
+      'recordClosed',
+      { type: 'session_close', params: ({ event }: { event: HelpdeskCloseEvent }) => helpdeskCloseParams(event) },
+    ],
+  },
+  { actions: 'rememberHelpdeskIds' },
+] as const;
+
+/**
+ * How a session that is not closed ends, or passes to a human in the helpdesk: the same
+ * from `active` and from `paused`. Not declared on the root: the host steps the machine with
+ * xstate's pure `transition()`, which would take a root transition from the final `closed` too.
+ */
+const sessionEnds = {
+  'helpdesk.close_dialog': helpdeskClose,
+  'helpdesk.close_request': helpdeskClose,
+  // A human now has it; leaving `answering` stops the invoked agent.
+  'helpdesk.dialog_transferred': [
+    {
+      guard: 'hasRequestId',
+      target: '#conversation.paused.transferred',
+      actions: [
+        'rememberHelpdeskIds',
+        'recordTransfer',
+        {
+          type: 'session_transfer_external',
+          params: ({ event }: { event: EventOf<'helpdesk.dialog_transferred'> }) => helpdeskTransferParams(event),
+        },
+      ],
+    },
+    { actions: 'rememberHelpdeskIds' },
+  ],
+  'operator.close': {
+    target: '#conversation.closed',
+    actions: ['recordClosed', { type: 'session_close', params: ({ event }: { event: EventOf<'operator.close'> }) => operatorCloseParams(event) }],
+  },
+} as const;
+
+/** A message the agent answers together with the next ones, once the debounce window ends. */
+const collectAndWait = ['recordCustomerMessage', 'collectMessage', 'armDebounce'] as const;
 
 export const conversationMachine = setup({
   types: {} as {
@@ -160,65 +229,10 @@ export const conversationMachine = setup({
     active: {
       initial: 'idle',
       on: {
-        'helpdesk.close_dialog': [
-          {
-            guard: 'hasRequestId',
-            target: '#conversation.closed',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordClosed',
-              {
-                type: 'session_close',
-                params: ({ event }) => helpdeskCloseParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
-        'helpdesk.close_request': [
-          {
-            guard: 'hasRequestId',
-            target: '#conversation.closed',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordClosed',
-              {
-                type: 'session_close',
-                params: ({ event }) => helpdeskCloseParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
-        // A human now has it; leaving `answering` stops the invoked agent.
-        'helpdesk.dialog_transferred': [
-          {
-            guard: 'hasRequestId',
-            target: '#conversation.paused.transferred',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordTransfer',
-              {
-                type: 'session_transfer_external',
-                params: ({ event }) => helpdeskTransferParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
+        ...sessionEnds,
         'operator.pause': {
           target: '#conversation.paused.operator',
           actions: 'recordOperatorPause',
-        },
-        'operator.close': {
-          target: '#conversation.closed',
-          actions: [
-            'recordClosed',
-            {
-              type: 'session_close',
-              params: ({ event }) => operatorCloseParams(event),
-            },
-          ],
         },
       },
       states: {
@@ -227,14 +241,14 @@ export const conversationMachine = setup({
           on: {
             'customer.message': [
               // The agent waits debounceMs for more messages and answers them together.
-              { guard: 'debounces', target: 'collecting', actions: ['recordCustomerMessage', 'collectMessage', 'armDebounce'] },
+              { guard: 'debounces', target: 'collecting', actions: collectAndWait },
               { target: 'answering', actions: ['recordCustomerMessage', 'collectMessage'] },
             ],
           },
         },
         collecting: {
           on: {
-            'customer.message': { actions: ['recordCustomerMessage', 'collectMessage', 'armDebounce'] },
+            'customer.message': { actions: collectAndWait },
             'debounce.elapsed': { guard: 'answerIsDue', target: 'answering' },
           },
         },
@@ -250,15 +264,7 @@ export const conversationMachine = setup({
                 guard: 'outputIsReply',
                 target: 'idle',
                 actions: [
-                  {
-                    type: 'agent_reply',
-                    params: ({ context, event }) => ({
-                      messageId: context.lastCustomerMessageId,
-                      text: event.output.kind === 'reply' ? event.output.text : '',
-                      ...(event.output.kind === 'reply' && Array.isArray(event.output.sources) ? { sources: event.output.sources } : {}),
-                      ...(event.output.kind === 'reply' && typeof event.output.confidence === 'number' ? { confidence: event.output.confidence } : {}),
-                    }),
-                  },
+                  { type: 'agent_reply', params: ({ context, event }) => agentReplyParams(context.lastCustomerMessageId, event.output) },
                   'moveLead',
                 ],
               },
@@ -267,13 +273,7 @@ export const conversationMachine = setup({
                 guard: 'outputIsClose',
                 target: '#conversation.closed',
                 actions: [
-                  {
-                    type: 'agent_reply',
-                    params: ({ context, event }) => ({
-                      messageId: context.lastCustomerMessageId,
-                      text: event.output.kind === 'close' ? (event.output.text ?? '') : '',
-                    }),
-                  },
+                  { type: 'agent_reply', params: ({ context, event }) => agentReplyParams(context.lastCustomerMessageId, event.output) },
                   'moveLead',
                   'recordClosed',
                   {
@@ -294,14 +294,7 @@ export const conversationMachine = setup({
                   'moveLead',
                   {
                     type: 'session_transfer_external',
-                    params: ({ context, event }) => ({
-                      origin: 'agent',
-                      reason: handoffReasonOf(event.output),
-                      messageId: context.lastCustomerMessageId,
-                      ...(event.output?.kind === 'handoff' && typeof event.output.text === 'string'
-                        ? { text: event.output.text }
-                        : {}),
-                    }),
+                    params: ({ context, event }) => agentHandoffParams(context.lastCustomerMessageId, event.output),
                   },
                 ],
               },
@@ -312,11 +305,7 @@ export const conversationMachine = setup({
                 'recordAgentFailure',
                 {
                   type: 'session_transfer_external',
-                  params: ({ context }) => ({
-                    origin: 'agent',
-                    reason: 'model_failed',
-                    messageId: context.lastCustomerMessageId,
-                  }),
+                  params: ({ context }) => agentHandoffParams(context.lastCustomerMessageId, undefined),
                 },
               ],
             },
@@ -327,66 +316,12 @@ export const conversationMachine = setup({
     paused: {
       initial: 'operator',
       on: {
-        'helpdesk.close_dialog': [
-          {
-            guard: 'hasRequestId',
-            target: '#conversation.closed',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordClosed',
-              {
-                type: 'session_close',
-                params: ({ event }) => helpdeskCloseParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
-        'helpdesk.close_request': [
-          {
-            guard: 'hasRequestId',
-            target: '#conversation.closed',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordClosed',
-              {
-                type: 'session_close',
-                params: ({ event }) => helpdeskCloseParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
-        'helpdesk.dialog_transferred': [
-          {
-            guard: 'hasRequestId',
-            target: '.transferred',
-            actions: [
-              'rememberHelpdeskIds',
-              'recordTransfer',
-              {
-                type: 'session_transfer_external',
-                params: ({ event }) => helpdeskTransferParams(event),
-              },
-            ],
-          },
-          { actions: 'rememberHelpdeskIds' },
-        ],
+        ...sessionEnds,
         // Stored by the host; no bot reply and the child state is unchanged.
         'customer.message': { actions: 'recordCustomerMessage' },
         'operator.resume': {
           target: '#conversation.active.idle',
           actions: 'clearHandoffReason',
-        },
-        'operator.close': {
-          target: '#conversation.closed',
-          actions: [
-            'recordClosed',
-            {
-              type: 'session_close',
-              params: ({ event }) => operatorCloseParams(event),
-            },
-          ],
         },
       },
       states: {

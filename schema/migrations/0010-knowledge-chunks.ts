@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
-import { chunkContent } from '../../lib/knowledge/chunker.js';
-import { replaceChunks, type Exec } from '../../lib/knowledge/store.js';
+import { chunkContent } from './frozen/chunker-0010.js';
+import { replaceChunks, type Exec } from './frozen/chunk-store-0010.js';
 
 /**
  * Knowledge that answers well (issue #19):
@@ -22,7 +22,8 @@ import { replaceChunks, type Exec } from '../../lib/knowledge/store.js';
  * - conversation messages get `sources` (the chunks an agent's reply came from).
  *
  * Existing documents are chunked here (as markdown, their headings kept), so they answer
- * from the first start after the upgrade.
+ * from the first start after the upgrade: with the chunker and index writes of the time,
+ * frozen in ./frozen/.
  */
 export class Migration0010KnowledgeChunks extends Migration {
   override async up(): Promise<void> {
