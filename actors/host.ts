@@ -1,47 +1,44 @@
 import { DEFAULT_MODEL_MAX_CONCURRENCY } from '../lib/config.js';
-import type { SqlPool } from '../lib/db.js';
+import { isDataError, type SqlPool } from '../lib/db.js';
+import { conversationKey, conversationKeyOf, type InboundPublisher } from '../lib/inbound.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import type { StreamNames } from '../lib/streams.js';
-import type { InboundPublisher } from '../lib/inbound.js';
-import { attachActiveTrace, inContext, traceOf } from '../lib/tracing.js';
+import { attachActiveTrace, inContext, traceOf, tracingEnabled } from '../lib/tracing.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentRunner } from './agents/types.js';
+import { Answers } from './answers.js';
+import { DebounceTimers, type DueDeadline } from './debounce.js';
 import { FairSlots } from './fair-slots.js';
-import { Answers } from './host/answers.js';
-import { Commits, type CommitDeps } from './host/commit.js';
-import { DebounceTimers } from './host/debounce.js';
-import { Lanes, type Applied, type Item, type ItemResult, type Lane } from './host/lanes.js';
-import { CustomerMessages } from './host/messages.js';
-import { applyOperator } from './host/operator-events.js';
-import { StatusEvents } from './host/status-events.js';
-import { WebchatLive } from './host/webchat-live.js';
+import { Lanes, type Applied, type ItemResult, type Lane } from './lanes.js';
+import { sleep } from './limit.js';
+import { Steps, type Step, type StepResult, type StepsDeps } from './steps.js';
+import { conversationIdByRef } from './tables/conversations.js';
+import { recordReceipt } from './tables/receipts.js';
+import { WebchatLive } from './webchat-live.js';
 
 /**
- * The actor host: applies inbound envelopes to conversation machines. Its parts, each in its
- * own file under actors/host/, can be read one at a time:
+ * The actor host: what happens to each inbound envelope, in one readable place.
  *
- * - lanes.ts: one lane per conversation, its envelopes applied one at a time in arrival
- *   order; a failing envelope retried in place, one the database refuses set aside.
- * - messages.ts: customer messages, group-committed (many conversations' messages in one
- *   transaction); a built-in agent answers inside it.
- * - answers.ts: the agents' answers: the path from the agent's provider, model calls in fair
- *   places (actors/fair-slots.ts), the durable attempt bound, cancellation when a human takes
- *   over, group-committed answers and their credit settlement.
- * - status-events.ts, operator-events.ts: helpdesk status events and operator commands, a
- *   transaction each.
- * - debounce.ts: the agent's debounce window: a timer per collecting conversation, re-armed
- *   from the persisted deadlines when a partition is acquired.
- * - commit.ts: the transaction around a plan (actors/tx-plan.ts) and what follows a commit
- *   (hand-over to the outbox sender, notices, webchat session announcements).
- *
- * This file routes each envelope to its part and, after a status or operator event, cancels
- * an answer the conversation no longer waits for.
+ * An envelope is queued on its conversation's lane (actors/lanes.ts: one at a time, in
+ * arrival order) and becomes a step of the step pipeline (actors/steps.ts: load, step,
+ * store, group-committed). What the step leaves to do decides what follows:
+ * - `answer`: the agent is asked outside any transaction (actors/answers.ts), its answer is
+ *   an `answer` step, and the envelope is acked once that is committed;
+ * - `collect`: a debounce deadline is armed (actors/debounce.ts); when it passes, a
+ *   `debounce` step on the lane;
+ * - `resume`: the conversation is answering a message nobody here answers (a crash left it
+ *   so): that answer is asked again first, then the step is tried again.
+ * A customer message (and a debounce deadline) waits for the answer its conversation is
+ * working out; a status event or an operator command does not: it is what a human taking
+ * over looks like, and an answer the machine no longer waits for is then aborted.
+ * An envelope the database refuses for its own values (SQLSTATE class 22/23) is recorded as
+ * a rejected receipt and acked: no retry could store it.
  */
-export { MAX_ANSWER_ATTEMPTS } from './host/answers.js';
-export type { ItemResult } from './host/lanes.js';
+export { MAX_ANSWER_ATTEMPTS } from './answers.js';
+export type { ItemResult } from './lanes.js';
 
-export interface HostDeps extends CommitDeps {
+export interface HostDeps extends Omit<StepsDeps, 'now'> {
   sql: SqlPool;
   nc: NatsConnection;
   names: StreamNames;
@@ -52,55 +49,47 @@ export interface HostDeps extends CommitDeps {
   publisher: InboundPublisher;
   /** Where answer attempts are counted: a pool whose commits need not wait for the disk (default: `sql`). */
   quickSql?: SqlPool;
-  /** Told which companies' credit reservations a commit settled (actors/credit-gate.ts). */
-  credit?: { settled(companyIds: Iterable<number>): void };
   /** The clock of debounce deadlines and business hours (default Date.now; tests inject one). */
   now?: () => number;
 }
 
 export interface HostOptions {
-  /** Items per group-commit transaction, at most. */
+  /** Steps per group-commit transaction, at most. */
   maxBatch?: number;
-  /** Group-commit transactions of each kind (messages, answers) running at once. */
+  /** Group-commit transactions running at once. */
   batchConcurrency?: number;
-  /** Status / operator transactions running at once. */
-  maxConcurrentSteps?: number;
   /** Model calls (answers asked outside a transaction) in flight at once (MODEL_MAX_CONCURRENCY). */
   maxModelCalls?: number;
-  /** Attempts of one status / operator transaction before the item is retried in place. */
-  stepAttempts?: number;
 }
 
+/** Group-commit transactions running at once, by default. */
+export const DEFAULT_STEP_CONCURRENCY = 3;
+
 export class ConversationHost {
+  readonly #deps: HostDeps;
   readonly #lanes: Lanes;
-  readonly #messages: CustomerMessages;
+  readonly #steps: Steps;
   readonly #answers: Answers;
-  readonly #status: StatusEvents;
-  readonly #commits: Commits;
   readonly #slots: FairSlots;
   readonly #debounce: DebounceTimers;
   #closed = false;
 
   constructor(deps: HostDeps, options: HostOptions = {}) {
-    const batch = { maxBatch: options.maxBatch, concurrency: options.batchConcurrency };
+    this.#deps = deps;
     const closed = () => this.#closed;
-    this.#commits = new Commits(deps, { maxSingle: options.maxConcurrentSteps ?? 4, attempts: options.stepAttempts ?? 5 });
-    this.#slots = new FairSlots(options.maxModelCalls ?? DEFAULT_MODEL_MAX_CONCURRENCY);
-    this.#lanes = new Lanes({ sql: deps.sql, logger: deps.logger, closed }, (lane, item) => this.#apply(lane, item));
-    this.#answers = new Answers(
-      {
-        sql: deps.sql, quickSql: deps.quickSql ?? deps.sql, logger: deps.logger, agent: deps.agent, commits: this.#commits, slots: this.#slots, credit: deps.credit,
-        evictIfIdle: (lane) => this.#lanes.evictIfIdle(lane), closed, live: new WebchatLive(deps.nc, deps.names, deps.logger),
-      },
-      batch,
-    );
     const now = deps.now ?? Date.now;
-    this.#debounce = new DebounceTimers({
-      sql: deps.sql, logger: deps.logger, commits: this.#commits, answers: this.#answers, lanes: this.#lanes, now, closed,
-      owns: (p) => (deps.epochOf ? deps.epochOf(p) !== null : true),
+    this.#lanes = new Lanes({ logger: deps.logger, closed });
+    this.#steps = new Steps({ ...deps, now }, { maxBatch: options.maxBatch, concurrency: options.batchConcurrency ?? DEFAULT_STEP_CONCURRENCY });
+    this.#slots = new FairSlots(options.maxModelCalls ?? DEFAULT_MODEL_MAX_CONCURRENCY);
+    this.#answers = new Answers({
+      sql: deps.sql, quickSql: deps.quickSql ?? deps.sql, logger: deps.logger, agent: deps.agent, steps: this.#steps, slots: this.#slots,
+      evictIfIdle: (lane) => this.#lanes.evictIfIdle(lane), closed, live: new WebchatLive(deps.nc, deps.names, deps.logger),
     });
-    this.#messages = new CustomerMessages({ commits: this.#commits, answers: this.#answers, debounce: this.#debounce, partitions: deps.partitions, now }, batch);
-    this.#status = new StatusEvents({ sql: deps.sql, publisher: deps.publisher, logger: deps.logger, commits: this.#commits });
+    this.#debounce = new DebounceTimers({
+      sql: deps.sql, logger: deps.logger, now, closed,
+      owns: (p) => (deps.epochOf ? deps.epochOf(p) !== null : true),
+      onDue: (due) => this.#lanes.run(conversationKey(due.integrationId, due.clientId), (lane) => this.#deadline(lane, due)),
+    });
   }
 
   /** Lanes in memory (conversations with queued or running work). */
@@ -130,31 +119,91 @@ export class ConversationHost {
 
   /** Queues an envelope on its conversation's lane; resolves when it may be acked (or must be nak'ed). */
   submit(partition: number, env: InboundEnvelope): Promise<ItemResult> {
-    return this.#lanes.submit(partition, env);
+    // Applied in the envelope's trace (lib/tracing.ts), so what it causes is traced under it.
+    const apply = (lane: Lane) => this.#apply(lane, partition, env);
+    return this.#lanes.run(conversationKeyOf(env), tracingEnabled() ? (lane) => inContext(traceOf(env), () => apply(lane)) : apply);
   }
 
-  /** Applied in the envelope's trace (lib/tracing.ts), so what it causes is traced under it. */
-  #apply(lane: Lane, item: Item): Promise<Applied> {
-    if (item.task) return item.task(lane);
-    const env = item.env;
-    return inContext(traceOf(env), () => this.#applyItem(lane, item, env));
-  }
-
-  async #applyItem(lane: Lane, item: Item, env: InboundEnvelope): Promise<Applied> {
-    if (env.kind === 'message') return this.#messages.apply(lane, env);
-    if (env.kind === 'operator') return this.#thenCancel(lane, await applyOperator(this.#commits, env));
-    if (env.status.clientId === null) {
-      return this.#status.route(item, env, (p, routed) => {
-        attachActiveTrace(routed);
-        return this.submit(p, routed);
-      });
+  async #apply(lane: Lane, partition: number, env: InboundEnvelope): Promise<Applied> {
+    try {
+      if (env.kind === 'message') return await this.#inTurn(lane, async () => ({ kind: 'message', env, route: await this.#deps.agent.routeOf(env.companyId, env.integrationId) }));
+      if (env.kind === 'operator') return this.#takeOver(lane, await this.#steps.submit({ kind: 'operator', env }));
+      const s = env.status;
+      if (s.clientId === null) return await this.#route(partition, env);
+      const ref = await conversationIdByRef(this.#deps.sql, env.integrationId, s.requestId, s.dialogId, s.clientId);
+      return this.#takeOver(lane, await this.#steps.submit({ kind: 'status', env, clientId: s.clientId, refConversationId: ref?.id ?? null }));
+    } catch (err) {
+      if (isDataError(err) && (await this.#reject(env, err))) return 'ack';
+      throw err;
     }
-    return this.#thenCancel(lane, await this.#status.apply(env, env.status.clientId));
   }
 
-  /** After a status or operator event: an answer the machine no longer waits for (a human took over) is aborted. */
-  async #thenCancel(lane: Lane, result: ItemResult): Promise<ItemResult> {
-    await this.#answers.cancelIfTakenOver(lane);
-    return result;
+  /** A debounce deadline passed: its step, in turn with the conversation's envelopes. */
+  #deadline(lane: Lane, due: DueDeadline): Promise<Applied> {
+    return this.#inTurn(lane, async () => ({ kind: 'debounce', companyId: due.companyId, conversationId: due.conversationId, route: await this.#deps.agent.routeOf(due.companyId, due.integrationId) }));
+  }
+
+  /** A step that waits for the answer its conversation is working out, then does what the step leaves to do. */
+  async #inTurn(lane: Lane, stepOf: () => Promise<Extract<Step, { kind: 'message' | 'debounce' }>>): Promise<Applied> {
+    for (;;) {
+      while (lane.agentTask) await lane.agentTask;
+      const step = await stepOf();
+      const { conv, next } = await this.#steps.submit(step);
+      switch (next.kind) {
+        case 'none':
+          return 'ack';
+        // Stored with its deadline in the snapshot: acked now, answered when the window ends.
+        case 'collect':
+          this.#debounce.arm(conv!);
+          return 'ack';
+        // The JetStream message is acked once the answer is committed (or discarded).
+        case 'answer':
+          return { wait: this.#answers.start(lane, conv!, next.messageId, next.text, step.route) };
+        case 'resume':
+          this.#answers.resume(lane, conv!);
+          // Answering with no message to answer here: another process owns it now.
+          if (!lane.agentTask) await sleep(200);
+      }
+    }
+  }
+
+  /** After a status or operator step: an answer the machine no longer waits for (a human took over) is aborted. */
+  #takeOver(lane: Lane, result: StepResult): ItemResult {
+    this.#answers.cancelIfTakenOver(lane, result.conv);
+    return 'ack';
+  }
+
+  /**
+   * A status event that carries only helpdesk ids: handed to the partition of the session that
+   * saw them (queued here when it is this one). Unknown ids are recorded and acked.
+   */
+  async #route(partition: number, env: Extract<InboundEnvelope, { kind: 'status' }>): Promise<ItemResult> {
+    const s = env.status;
+    const found = await conversationIdByRef(this.#deps.sql, env.integrationId, s.requestId, s.dialogId, null);
+    if (!found) {
+      await recordReceipt(this.#deps.sql, { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: 'status', outcome: 'unknown_session', conversation_id: null });
+      this.#deps.logger.info({ integrationId: env.integrationId, requestId: s.requestId, dialogId: s.dialogId, hook: s.hookType }, 'host: status event for unknown request/dialog id (recorded, ignored)');
+      return 'ack';
+    }
+    const routed: InboundEnvelope = { ...env, status: { ...s, clientId: found.client_id } };
+    if (found.partition === partition) {
+      attachActiveTrace(routed);
+      return this.submit(partition, routed);
+    }
+    await this.#deps.publisher.publish(routed, { dedupSuffix: ':routed' });
+    return 'ack';
+  }
+
+  /** Records an envelope the database cannot store (receipt outcome `rejected`); false when even that failed. */
+  async #reject(env: InboundEnvelope, err: unknown): Promise<boolean> {
+    const code = (err as { code?: string }).code;
+    this.#deps.logger.error({ err, integrationId: env.integrationId, idempotencyKey: env.idempotencyKey }, 'host: the database refuses this envelope; recording it as rejected');
+    try {
+      await recordReceipt(this.#deps.sql, { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: env.kind, outcome: `rejected (SQLSTATE ${code})`, conversation_id: null });
+      return true;
+    } catch (again) {
+      this.#deps.logger.warn({ err: again }, 'host: could not record the rejection');
+      return false;
+    }
   }
 }

@@ -14,7 +14,7 @@ import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import { CreditGate } from './credit-gate.js';
 import type { AgentRunner } from './agents/types.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
-import { OutboxDispatcher, type DispatcherOptions } from './dispatcher.js';
+import { OutboxSender, type SenderOptions } from './outbox/sender.js';
 import { ConversationHost, type HostOptions } from './host.js';
 import { registerWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { PartitionLeases, type LeaseOptions } from './partitions.js';
@@ -22,7 +22,7 @@ import { PartitionLeases, type LeaseOptions } from './partitions.js';
 export interface WorkerOptions {
   lease?: LeaseOptions;
   consumer?: ConsumerOptions;
-  dispatcher?: DispatcherOptions;
+  outbox?: SenderOptions;
   host?: HostOptions;
   /** Timeouts, retries, caching and prompt budget of the default agent runner. */
   agentRunner?: AgentRunnerOptions;
@@ -65,7 +65,7 @@ export interface RunningWorker {
 /**
  * The worker role: claims partitions (actors/partitions.ts), consumes their durable
  * consumers (actors/consumers.ts), applies envelopes to conversation machines
- * (actors/host.ts) and sends the outbox (actors/dispatcher.ts).
+ * (actors/host.ts) and sends the outbox (actors/outbox/sender.ts).
  */
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const { config, orm, nc } = deps;
@@ -100,10 +100,10 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     ownedWithEpochs: () => leases.ownedWithEpochs(),
     holds: (p: number, epoch: number) => leases.holds(p, epoch),
   };
-  const dispatcher = new OutboxDispatcher({ sql, nc, names, config, logger, leases: leaseView }, options.dispatcher);
+  const outbox = new OutboxSender({ sql, nc, names, config, logger, leases: leaseView }, options.outbox);
   const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
   const host = new ConversationHost(
-    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox: dispatcher, publisher, epochOf: (p) => leases.epochOf(p), now: deps.now },
+    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox, publisher, epochOf: (p) => leases.epochOf(p), now: deps.now },
     { maxModelCalls: config.model.maxConcurrency, ...options.host },
   );
   leases = new PartitionLeases(
@@ -119,7 +119,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         consumers.set(p, consumer);
         consumer.start();
         // The previous owner's uncertain sends are reconciled at once, not after a claim expires.
-        dispatcher.kick();
+        outbox.kick();
         // Its conversations' debounce deadlines (the previous owner's timers died with it).
         void host.acquirePartition(p);
       },
@@ -131,7 +131,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         consumers.delete(p);
         await consumer?.stop();
         host.releasePartition(p);
-        await dispatcher.drainPartition(p);
+        await outbox.drainPartition(p);
       },
     },
     { replicas: config.natsReplicas, ...options.lease },
@@ -150,7 +150,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     await quick.end();
     throw err;
   }
-  dispatcher.start();
+  outbox.start();
   // Reservations of model calls whose process died hold credit until they expire; then any worker releases them.
   const sweep = async () => {
     try {
@@ -177,7 +177,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         clearInterval(sweeper);
         // Partition by partition: intake stops, work in flight and its sends finish, the lease goes.
         await leases.close();
-        await dispatcher.close();
+        await outbox.close();
         host.close();
         await sql.end();
         await quick.end();

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createActor, transition, type AnyActorRef } from 'xstate';
-import { findOpenConversation } from '../actors/store.js';
 import { inTransaction, openSqlPool } from '../lib/db.js';
 import { conversationMachine } from '../machines/conversation.js';
 import type { ConversationEvent } from '../schema/conversation.js';
@@ -12,7 +11,7 @@ import type { ConversationEvent } from '../schema/conversation.js';
  * hydrating one costs.
  *
  * MODE=event     per-event cold hydration the way actors/host.ts does it for every event:
- *                a transaction, the row `for update` (findOpenConversation), resolveState,
+ *                a transaction, the row `for update` (the open session of the client), resolveState,
  *                transition() with a customer message, the persisted snapshot serialised;
  *                for SAMPLE random conversations, one after the other; timings split.
  * MODE=snapshot  every conversation's machine snapshot resolved (resolveState) and held in a
@@ -81,7 +80,7 @@ if (mode === 'event') {
     let t3 = 0;
     let t4 = 0;
     await inTransaction(pool, async (client) => {
-      const conv = await findOpenConversation(client, integrationId, clientId, true);
+      const conv = await (await client.query(`select * from conversations where integration_id = $1 and client_id = $2 and status <> 'closed' order by id desc limit 1 for update`, [integrationId, clientId])).rows[0];
       t1 = performance.now();
       const current = conversationMachine.resolveState({ value: conv!.snapshot.value, context: conv!.snapshot.context });
       t2 = performance.now();

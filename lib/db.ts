@@ -182,6 +182,12 @@ export function isStatementTimeout(err: unknown): boolean {
   return false;
 }
 
+/** PostgreSQL refused the values themselves (SQLSTATE class 22, data exception, or 23, integrity violation): trying again cannot help. */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(22|23)/.test(code);
+}
+
 /** Connections of the API's default pool size (the ORM's, besides API_SQL_POOL_MAX). */
 export const API_ORM_POOL_MAX = 10;
 /**

@@ -3,7 +3,7 @@
 // `session_transfer_external` and `session_close` (via `machine.provide({ actions })`,
 // inspection, or the actions returned by the pure `transition()` API) and supplies the
 // real `agent` actor via `machine.provide({ actors: { agent } })`.
-import { assertEvent, assign, enqueueActions, fromPromise, setup, type StateValue } from 'xstate';
+import { assertEvent, assign, createActor, enqueueActions, fromPromise, initialTransition, setup, type AnyActorScope, type ExecutableActionsFrom, type StateValue } from 'xstate';
 import type {
   AgentInput,
   AgentOutput,
@@ -337,6 +337,63 @@ export const conversationMachine = setup({
 });
 
 export type ConversationMachine = typeof conversationMachine;
+
+/**
+ * A conversation's machine as it is stored: what `resolveState` needs to bring it back
+ * (state value and context) and its status. The host keeps no machine in memory between
+ * events: it loads this, steps it with `stepConversation`, performs the returned actions and
+ * stores the result.
+ */
+export interface StoredSnapshot {
+  status: string;
+  value: StateValue;
+  context: ConversationContext;
+}
+
+/** A named action the host performs (agent_reply, session_transfer_external, session_close, lead_stage), with its params. */
+export interface HostAction {
+  type: string;
+  params: unknown;
+}
+
+// xstate's `transition()` builds a throw-away actor (and the machine's initial state) for every
+// call; the host steps thousands of machines a second, so one inert scope serves every step.
+// Nothing is started in it: children of `invoke` are created, never registered.
+let collected: ExecutableActionsFrom<ConversationMachine>[] = [];
+const inertSelf = createActor(conversationMachine);
+const inertScope = {
+  self: inertSelf,
+  defer: () => {},
+  id: '',
+  logger: () => {},
+  sessionId: '',
+  stopChild: () => {},
+  system: inertSelf.system,
+  emit: () => {},
+  actionExecutor: (action: ExecutableActionsFrom<ConversationMachine>) => {
+    collected.push(action);
+  },
+} as unknown as AnyActorScope;
+
+const stored = (s: { status: string; value: StateValue; context: ConversationContext }): StoredSnapshot => ({ status: s.status, value: s.value, context: s.context });
+
+/** The snapshot of a new session. */
+export function initialConversationSnapshot(): StoredSnapshot {
+  return stored(initialTransition(conversationMachine)[0]);
+}
+
+/**
+ * One event applied to a stored snapshot, purely: the next snapshot and the host's named
+ * actions to perform (xstate's own built-in actions are left out).
+ */
+export function stepConversation(snapshot: { value: StateValue; context: ConversationContext }, event: ConversationEvent): { next: StoredSnapshot; actions: HostAction[] } {
+  const current = conversationMachine.resolveState({ value: snapshot.value, context: snapshot.context });
+  collected = [];
+  const next = conversationMachine.transition(current, event, inertScope);
+  const actions = collected.filter((a) => !a.type.startsWith('xstate.')).map((a) => ({ type: a.type, params: a.params as unknown }));
+  collected = [];
+  return { next: stored(next), actions };
+}
 
 /** Top-level status of a (persisted) snapshot value. */
 export function statusOf(snapshotValue: StateValue): ConversationStatus {

@@ -15,8 +15,9 @@ import { tenantScope } from '../../lib/tenancy.js';
 import type { AgentOutput } from '../../schema/conversation.js';
 import { AgentSchema } from '../../schema/entities.js';
 import { Batcher } from '../batcher.js';
-import { recentMessages } from '../store.js';
-import { NO_BEHAVIOUR, type AgentBehaviour, type AgentInputForRunner, type AgentRunner, type AnswerPath } from './types.js';
+import { query } from '../../lib/db.js';
+import { recentMessages } from '../tables/messages.js';
+import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPath, type AnswerRoute } from './types.js';
 
 /**
  * The agent runner of the worker: picks the provider per agent; the answer itself is
@@ -83,6 +84,13 @@ interface AgentConfig {
   base: KnowledgeBaseInfo | null;
 }
 
+/** How an agent answers (actors/agents/types.ts AnswerPath): from its provider, never from what happens to be cached. */
+function pathOf(config: AgentConfig | null): AnswerPath {
+  if (config === null) return { kind: 'local' };
+  if (config.profile.provider === 'openai') return { kind: 'call', maxConcurrency: config.profile.maxConcurrency };
+  return config.base?.embedding ? { kind: 'call', maxConcurrency: null } : { kind: 'local' };
+}
+
 const askedForHuman = (config: AgentConfig, question: string) =>
   answerDecision('asked_for_human', { knowledgeBaseId: config.base?.id ?? null, question, threshold: config.profile.relevanceThreshold });
 
@@ -126,6 +134,19 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     return pending;
   }
 
+  // An integration's agent, looked up at most every cacheTtlMs (an edit takes effect within it).
+  const agents = new Map<number, { agentId: number | null; expires: number }>();
+  async function agentOf(integrationId: number): Promise<number | null> {
+    const hit = agents.get(integrationId);
+    if (hit && hit.expires > now()) return hit.agentId;
+    const rows = await query<{ agent_id: number | null }>(sql, 'integration_agent', 'select agent_id from integrations where id = $1', [integrationId]);
+    const agentId = rows[0]?.agent_id ?? null;
+    agents.delete(integrationId);
+    if (agents.size >= maxEntries) agents.delete(agents.keys().next().value!);
+    agents.set(integrationId, { agentId, expires: now() + ttl });
+    return agentId;
+  }
+
   // Questions asked while a lookup runs go together in the next one (one statement for many).
   const lookups = new Batcher<Question, AnswerCandidates | null>((questions) => bestKnowledgeMatches(sql, questions));
   // Customers ask the same things ("when are you open?"): the answering chunk of a question, as
@@ -167,16 +188,10 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   }
 
   return {
-    async answerPath(companyId, agentId): Promise<AnswerPath> {
-      if (agentId === null) return { kind: 'local' };
-      const config = await configOf(companyId, agentId);
-      if (config === null) return { kind: 'local' };
-      if (config.profile.provider === 'openai') return { kind: 'call', maxConcurrency: config.profile.maxConcurrency };
-      return config.base?.embedding ? { kind: 'call', maxConcurrency: null } : { kind: 'local' };
-    },
-    async behaviourOf(companyId, agentId): Promise<AgentBehaviour> {
-      const profile = agentId === null ? null : (await configOf(companyId, agentId))?.profile;
-      return profile ? { debounceMs: profile.debounceMs, hours: profile.hours } : NO_BEHAVIOUR;
+    async routeOf(companyId, integrationId): Promise<AnswerRoute> {
+      const agentId = await agentOf(integrationId);
+      const config = agentId === null ? null : await configOf(companyId, agentId);
+      return { agentId, path: pathOf(config), behaviour: config ? { debounceMs: config.profile.debounceMs, hours: config.profile.hours } : NO_BEHAVIOUR };
     },
     async answer(input): Promise<AgentOutput> {
       if (input.agentId === null) return wantsHuman(input.text) ? handoff(null, 'asked_for_human') : handoff(null, 'no_answer');

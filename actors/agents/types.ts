@@ -39,6 +39,14 @@ export interface AgentInputForRunner {
   onDelta?: (text: string) => void;
 }
 
+/** How an agent paces its answers: its debounce window and business hours. */
+export interface AgentBehaviour {
+  debounceMs: number;
+  hours: BusinessHours | null;
+}
+
+export const NO_BEHAVIOUR: AgentBehaviour = { debounceMs: 0, hours: null };
+
 /**
  * How an agent answers, known before the customer message is stored (from the agent's
  * provider, never from what happens to be cached, so the same message always commits the
@@ -50,15 +58,15 @@ export interface AgentInputForRunner {
  *   transactions, in a place among the calls in flight; `maxConcurrency` is the agent's own
  *   cap on its calls (`model.maxConcurrency`).
  */
-/** How an agent paces its answers: its debounce window and business hours. */
-export interface AgentBehaviour {
-  debounceMs: number;
-  hours: BusinessHours | null;
-}
-
-export const NO_BEHAVIOUR: AgentBehaviour = { debounceMs: 0, hours: null };
-
 export type AnswerPath = { kind: 'local' } | { kind: 'call'; maxConcurrency: number | null };
+
+/** An integration's agent and how it answers: the route a customer message of it takes. */
+export interface AnswerRoute {
+  agentId: number | null;
+  path: AnswerPath;
+  /** Its debounce window and business hours. */
+  behaviour: AgentBehaviour;
+}
 
 /**
  * What answers a customer message. `{kind:'reply'}` is sent to the customer;
@@ -66,19 +74,17 @@ export type AnswerPath = { kind: 'local' } | { kind: 'call'; maxConcurrency: num
  * `text`, or a default notice, to the customer). A model that fails is an output (a handoff
  * with `model_failed`); throwing means the answer could not be worked out right now (the
  * database is unreachable, say): the host tries the message again later, with at most
- * MAX_ANSWER_ATTEMPTS model calls in all (actors/host/answers.ts), so a passing outage never hands a
+ * MAX_ANSWER_ATTEMPTS model calls in all (actors/answers.ts), so a passing outage never hands a
  * conversation to a human.
  * `usage` (a model call) is debited from the company's credit when, and only when, the
- * answer is committed (actors/host/answers.ts).
+ * answer is committed (actors/steps.ts).
  */
 export interface AgentRunner {
   answer(input: AgentInputForRunner): Promise<AgentOutput>;
   /**
-   * How this agent answers (its config is looked up, and cached, if need be); a runner
-   * without it is asked outside any transaction, without a cap of its own. Throws when the
-   * agent cannot be looked up now (the message is retried).
+   * The route of an integration's customer messages: its agent, how it answers and paces its
+   * answers (looked up and cached). Throws when it cannot be looked up now (the message is
+   * retried).
    */
-  answerPath?(companyId: number, agentId: number | null): Promise<AnswerPath>;
-  /** The agent's debounce window and business hours (looked up and cached like answerPath); a runner without it has neither. */
-  behaviourOf?(companyId: number, agentId: number | null): Promise<AgentBehaviour>;
+  routeOf(companyId: number, integrationId: number): Promise<AnswerRoute>;
 }

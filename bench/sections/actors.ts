@@ -1,5 +1,5 @@
 import { jetstreamManager } from '@nats-io/jetstream';
-import { initialSnapshot } from '../../actors/store.js';
+import { initialConversationSnapshot } from '../../machines/conversation.js';
 import { partitionOf, streamNames } from '../../lib/streams.js';
 import { spawnChild } from '../lib/children.js';
 import { CHILD_BASE_ENV, newScenario, pgClient, type Scenario } from '../lib/env.js';
@@ -31,7 +31,7 @@ const SEED_CHUNK = 20_000;
 
 async function seed(s: Scenario, tenant: Tenant, count: number, partitions: number): Promise<number> {
   const db = await pgClient(s.databaseUrl);
-  const template = initialSnapshot();
+  const template = initialConversationSnapshot();
   const t0 = performance.now();
   for (let from = 0; from < count; from += SEED_CHUNK) {
     const n = Math.min(SEED_CHUNK, count - from);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { deliveredAs } from '../../actors/reconcile.js';
+import { deliveredAs } from '../../actors/outbox/reconcile.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
@@ -29,7 +29,7 @@ t.test('matching a send against the history', async (t) => {
 const svc = await startTestService(t, 'reconcile', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
 const helpdesk = await startChat2DeskStub(t);
-const worker = await startTestWorker(t, svc, { workerId: 'reconcile', options: { dispatcher: { helpdeskTimeoutMs: 800, maxReconcileAttempts: 4 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'reconcile', options: { outbox: { helpdeskTimeoutMs: 800, maxReconcileAttempts: 4 } } });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Reconcile Co');
 const integration = await createHelpdeskIntegration(svc, user, helpdesk);

@@ -17,7 +17,7 @@ const integration = await createHelpdeskIntegration(svc, user, stub);
 const worker = await startTestWorker(t, svc, {
   agent: echoAgent(),
   workerId: 'helpdeskfail',
-  options: { dispatcher: { pollMs: 100, baseBackoffMs: 100, maxBackoffMs: 800, helpdeskTimeoutMs: 400 } },
+  options: { outbox: { pollMs: 100, baseBackoffMs: 100, maxBackoffMs: 800, helpdeskTimeoutMs: 400 } },
 });
 await waitForPartitions([worker], 2);
 

@@ -1,10 +1,10 @@
 import t from 'tap';
-import { createConversations, initialSnapshot, type NewConversation } from '../../actors/store.js';
+import { openConversations, type NewConversation } from '../../actors/tables/conversations.js';
 import { inTransaction, migrate, openDatabase, openSqlPool, type SqlPool } from '../../lib/db.js';
 import { moveLeadToStage } from '../../lib/leads.js';
 import { createTestDatabase } from '../support/database.js';
 
-// Where leads come from (the worker's createConversations) and how the agent moves them
+// Where leads come from (the worker's openConversations) and how the agent moves them
 // (moveLeadToStage), against the real PostgreSQL; and migration 0014 giving the customers of
 // an existing database their leads.
 const { url } = await createTestDatabase(t, 'leads_lib');
@@ -29,17 +29,16 @@ async function company(name: string, { pipeline = true } = {}) {
   return { companyId: c.id as number, integrationId: i.id as number, stages };
 }
 
-const session = (co: { companyId: number; integrationId: number }, clientId: string): NewConversation => {
-  const snapshot = initialSnapshot();
-  return { companyId: co.companyId, integrationId: co.integrationId, channel: 'helpdesk', clientId, partition: 0, status: 'active', snapshot, channelId: null, transport: 'telegram' };
-};
+const session = (co: { companyId: number; integrationId: number }, clientId: string): NewConversation => ({
+  company_id: co.companyId, integration_id: co.integrationId, channel: 'helpdesk', client_id: clientId, partition: 0, channel_id: null, transport: 'telegram',
+});
 const leadsOf = async (co: { integrationId: number }) =>
   (await pool.query(`select id, client_id, stage_id, created_at from leads where integration_id = $1 order by client_id`, [co.integrationId])).rows;
 const closeAll = (co: { integrationId: number }) => pool.query(`update conversations set status = 'closed', closed_at = now() where integration_id = $1`, [co.integrationId]);
 
 t.test('sessions opened together: each new customer gets a lead in the first stage of the default pipeline', async (t) => {
   const co = await company('Batch');
-  const rows = await inTransaction(pool, (c) => createConversations(c, ['a', 'b', 'c'].map((id) => session(co, id))));
+  const rows = await inTransaction(pool, (c) => openConversations(c, ['a', 'b', 'c'].map((id) => session(co, id))));
   t.same(rows.map((r) => r.client_id), ['a', 'b', 'c'], 'the sessions come back as before');
   const leads = await leadsOf(co);
   t.same(leads.map((l) => [l.client_id, l.stage_id]), [['a', co.stages['New lead']], ['b', co.stages['New lead']], ['c', co.stages['New lead']]]);
@@ -47,11 +46,11 @@ t.test('sessions opened together: each new customer gets a lead in the first sta
 
 t.test('a customer who comes back after a closed session keeps their lead and its stage', async (t) => {
   const co = await company('Returning');
-  const [first] = await inTransaction(pool, (c) => createConversations(c, [session(co, 'r-1')]));
+  const [first] = await inTransaction(pool, (c) => openConversations(c, [session(co, 'r-1')]));
   const [lead] = await leadsOf(co);
   await inTransaction(pool, (c) => moveLeadToStage(c, { companyId: co.companyId, conversationId: first!.id, stage: 'Proposal' }));
   await closeAll(co);
-  const [second] = await inTransaction(pool, (c) => createConversations(c, [session(co, 'r-1'), session(co, 'r-2')]));
+  const [second] = await inTransaction(pool, (c) => openConversations(c, [session(co, 'r-1'), session(co, 'r-2')]));
   t.not(second!.id, first!.id, 'a new session');
   const leads = await leadsOf(co);
   t.same(leads.map((l) => [l.client_id, l.stage_id]), [['r-1', co.stages.Proposal], ['r-2', co.stages['New lead']]]);
@@ -63,18 +62,18 @@ t.test('crash before the commit: neither the session nor the lead; the redeliver
   const co = await company('Crashy');
   await t.rejects(
     inTransaction(pool, async (c) => {
-      await createConversations(c, [session(co, 'x-1')]);
+      await openConversations(c, [session(co, 'x-1')]);
       throw new Error('worker died');
     }),
   );
   t.same(await leadsOf(co), []);
-  await inTransaction(pool, (c) => createConversations(c, [session(co, 'x-1')]));
+  await inTransaction(pool, (c) => openConversations(c, [session(co, 'x-1')]));
   t.equal((await leadsOf(co)).length, 1);
 });
 
 t.test('a company without a default pipeline still gets its sessions (and no lead)', async (t) => {
   const co = await company('No pipeline', { pipeline: false });
-  const rows = await inTransaction(pool, (c) => createConversations(c, [session(co, 'n-1')]));
+  const rows = await inTransaction(pool, (c) => openConversations(c, [session(co, 'n-1')]));
   t.equal(rows.length, 1);
   t.same(await leadsOf(co), []);
   const moved = await inTransaction(pool, (c) => moveLeadToStage(c, { companyId: co.companyId, conversationId: rows[0]!.id, stage: 'Won' }));
@@ -84,8 +83,8 @@ t.test('a company without a default pipeline still gets its sessions (and no lea
 t.test("moveLeadToStage, the agent's tool: names, ids, unknown stages, history, the caller's transaction", async (t) => {
   const co = await company('Tool');
   const stranger = await company('Stranger');
-  const [conv] = await inTransaction(pool, (c) => createConversations(c, [session(co, 't-1')]));
-  const [strangerConv] = await inTransaction(pool, (c) => createConversations(c, [session(stranger, 't-1')]));
+  const [conv] = await inTransaction(pool, (c) => openConversations(c, [session(co, 't-1')]));
+  const [strangerConv] = await inTransaction(pool, (c) => openConversations(c, [session(stranger, 't-1')]));
   const move = (stage: number | string, companyId = co.companyId, conversationId = conv!.id) => inTransaction(pool, (c) => moveLeadToStage(c, { companyId, conversationId, stage }));
   const [lead] = await leadsOf(co);
 
@@ -120,7 +119,7 @@ t.test("moveLeadToStage, the agent's tool: names, ids, unknown stages, history, 
 
 t.test('moveLeadToStage gives a customer without a lead (a session from before the migration) one, then moves it', async (t) => {
   const co = await company('Late');
-  const [conv] = await inTransaction(pool, (c) => createConversations(c, [session(co, 'l-1')]));
+  const [conv] = await inTransaction(pool, (c) => openConversations(c, [session(co, 'l-1')]));
   await pool.query(`delete from leads where integration_id = $1`, [co.integrationId]);
   t.match(await inTransaction(pool, (c) => moveLeadToStage(c, { companyId: co.companyId, conversationId: conv!.id, stage: 'Contacted' })), { ok: true, moved: true, from: { name: 'New lead' }, to: { name: 'Contacted' } });
   t.same((await leadsOf(co)).map((l) => [l.client_id, l.stage_id]), [['l-1', co.stages.Contacted]]);

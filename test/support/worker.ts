@@ -17,7 +17,7 @@ import { signUp, TEST_NATS_URL, type ApiClient } from './service.js';
 export const FAST_WORKER_OPTIONS: WorkerOptions = {
   lease: { ttlMs: 3000, renewMs: 500 },
   consumer: { ackWaitMs: 10_000, expiresMs: 1000, drainTimeoutMs: 5000 },
-  dispatcher: { pollMs: 150, baseBackoffMs: 150, maxBackoffMs: 1000 },
+  outbox: { pollMs: 150, baseBackoffMs: 150, maxBackoffMs: 1000 },
 };
 
 export interface TestWorker extends RunningWorker {
@@ -71,6 +71,10 @@ export function echoAgent(options: { delayMs?: number | ((text: string) => numbe
   const calls: { text: string; messageId: string; conversationId: number }[] = [];
   return {
     calls,
+    // Asked outside any transaction, without a cap of its own: a model agent's route.
+    async routeOf() {
+      return { agentId: null, path: { kind: 'call', maxConcurrency: null }, behaviour: { debounceMs: 0, hours: null } };
+    },
     async answer(input): Promise<AgentOutput> {
       calls.push({ text: input.text, messageId: input.messageId, conversationId: input.conversationId });
       const delay = typeof options.delayMs === 'function' ? options.delayMs(input.text) : (options.delayMs ?? 0);

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../lib/logger.js';
-import type { NatsConnection } from '../../lib/nats.js';
-import type { StreamNames } from '../../lib/streams.js';
-import { publishWebchatPush, type LivePush } from '../../lib/webchat-pushes.js';
-import type { ConversationRow } from '../store.js';
+import type { Logger } from '../lib/logger.js';
+import type { NatsConnection } from '../lib/nats.js';
+import type { StreamNames } from '../lib/streams.js';
+import { publishWebchatPush, type LivePush } from '../lib/webchat-pushes.js';
+import type { ConversationRow } from './tables/conversations.js';
 
 /** Pushes a webchat visitor's previews of an answer in the making (lib/webchat-pushes.ts) on the visitor's outbound subject. */
 export class WebchatLive {

@@ -1,0 +1,50 @@
+import { query, type SqlClient } from '../../lib/db.js';
+import type { InboundReceipt } from '../../schema/conversation-entities.js';
+import type { Row } from '../../schema/rows.js';
+import { Table, type SqlType } from './table.js';
+
+/**
+ * `inbound_receipts`: one row per inbound envelope applied (its idempotency key), so a
+ * redelivery or a helpdesk's late retry is recognised and applied once.
+ */
+export type NewReceipt = Omit<Row<InboundReceipt>, 'received_at'>;
+
+export const receipts = new Table('inbound_receipts', {
+  integration_id: 'int',
+  idempotency_key: 'text',
+  company_id: 'int',
+  kind: 'text',
+  outcome: 'text',
+  conversation_id: 'int',
+} satisfies Record<keyof NewReceipt, SqlType>);
+
+export const receiptKey = (integrationId: number, key: string) => `${integrationId}\n${key}`;
+
+/**
+ * Inserts the receipts of a JSON parameter; returns the keys that were new (the others were
+ * applied before). `conversationId`: the expression of each one's conversation (by default
+ * its own field); `extra`: more fields of the rows that expression reads (`name type, …`).
+ */
+export const insertReceipts = (param: string, conversationId = 'v.conversation_id', extra = '') => `
+  insert into inbound_receipts (${receipts.list()})
+  select v.integration_id, v.idempotency_key, v.company_id, v.kind, v.outcome, ${conversationId}
+  from ${receipts.recordset(param, 'v', undefined, extra)}
+  on conflict do nothing returning integration_id, idempotency_key`;
+
+/** Sets outcome and conversation of receipts written earlier in the transaction (keys from a JSON parameter). */
+export const updateReceipts = (param: string) => `
+  update inbound_receipts r set outcome = v.outcome, conversation_id = v.conversation_id
+  from ${receipts.recordset(param, 'v', ['integration_id', 'idempotency_key', 'outcome', 'conversation_id'])}
+  where r.integration_id = v.integration_id and r.idempotency_key = v.idempotency_key`;
+
+/** Forgets receipts written earlier in the transaction (envelopes that are to be applied later after all). */
+export const deleteReceipts = (param: string) => `
+  delete from inbound_receipts r
+  using ${receipts.recordset(param, 'v', ['integration_id', 'idempotency_key'])}
+  where r.integration_id = v.integration_id and r.idempotency_key = v.idempotency_key`;
+
+/** One receipt outside a step (an envelope the database refuses, a status event for no session); false when it was there already. */
+export async function recordReceipt(c: SqlClient, receipt: NewReceipt): Promise<boolean> {
+  const rows = await query(c, 'receipt_insert_many', insertReceipts('$1'), [JSON.stringify([receipt])]);
+  return rows.length > 0;
+}
