@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { WebSocket } from 'ws';
-import type { Orm } from '../../lib/db.js';
 import type { InboundPublisher } from '../../lib/inbound.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
@@ -15,7 +14,7 @@ import type { TokenBuckets } from './limits.js';
 import { OwnMessages } from './own-messages.js';
 import { Previews } from './previews.js';
 import { SessionPump } from './pump.js';
-import { findOpenSession, findStoredCustomerMessage } from './sessions.js';
+import type { SessionReads } from './sessions.js';
 import { VisitorSocket, type SessionFrame, type SocketLimits } from './socket.js';
 import type { VisitorTokens } from './visitor-token.js';
 
@@ -44,7 +43,7 @@ import type { VisitorTokens } from './visitor-token.js';
  * `hello`, `message` and session switches run one at a time, in order (the frame chain).
  */
 export interface ConnectionContext {
-  orm: Orm;
+  reads: SessionReads;
   nc: NatsConnection;
   /** Makes the visitor's messages durable in JetStream (lib/inbound.ts). */
   publisher: InboundPublisher;
@@ -94,7 +93,7 @@ export class VisitorConnection {
     const send = (frame: ServerFrame) => this.#socket.send(frame);
     this.#own = new OwnMessages(send);
     this.#pump = new SessionPump(
-      { orm: ctx.orm, nc: ctx.nc, names: ctx.names, logger: ctx.logger, companyId: integration.companyId, stallMs: ctx.limits.stallMs, closed: () => this.#socket.closed },
+      { reads: ctx.reads, nc: ctx.nc, names: ctx.names, logger: ctx.logger, companyId: integration.companyId, stallMs: ctx.limits.stallMs, closed: () => this.#socket.closed },
       this.#own,
       {
         message: (frame) => this.#showMessage(frame),
@@ -164,7 +163,7 @@ export class VisitorConnection {
     let session;
     let token;
     try {
-      session = await findOpenSession(this.#ctx.orm, integrationId, visitorId);
+      session = await this.#ctx.reads.openSession(integrationId, visitorId);
       token = await this.#ctx.tokens.issue({ visitorId, integrationId });
     } catch (err) {
       // Not welcomed after all: the client may send hello again.
@@ -202,7 +201,7 @@ export class VisitorConnection {
    */
   async #switchSession(): Promise<void> {
     if (!this.#visitor) return;
-    const session = await findOpenSession(this.#ctx.orm, this.#integration.id, this.#visitor.id);
+    const session = await this.#ctx.reads.openSession(this.#integration.id, this.#visitor.id);
     if (!session || session.id === this.#pump.conversationId) return;
     await this.#follow(session.id, 0);
   }
@@ -228,7 +227,7 @@ export class VisitorConnection {
     this.#own.sent(id);
 
     // A resend of a stored message: answered from PostgreSQL, not queued again.
-    const stored = await findStoredCustomerMessage(this.#ctx.orm, integrationId, visitorId, id);
+    const stored = await this.#ctx.reads.storedCustomerMessage(integrationId, visitorId, id);
     if (stored) {
       this.#socket.send({ type: 'ack', clientMessageId: id, seq: stored.seq, conversationId: stored.conversationId });
       return;
@@ -265,7 +264,7 @@ export class VisitorConnection {
       const role = push.role === 'operator' ? 'operator' : 'agent';
       return this.#showMessage({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
     }
-    this.#pump.schedule();
+    this.#pump.schedule(push.type === 'message' && typeof push.seq === 'number' ? push.seq : undefined);
   }
 
   /** A stored message; an agent's or operator's ends the preview of the reply being written. */
@@ -288,7 +287,7 @@ export class VisitorConnection {
     if (!this.#visitor) return;
     let moved = false;
     for (const id of this.#own.awaiting()) {
-      const stored = await findStoredCustomerMessage(this.#ctx.orm, this.#integration.id, this.#visitor.id, id);
+      const stored = await this.#ctx.reads.storedCustomerMessage(this.#integration.id, this.#visitor.id, id);
       if (!stored) continue;
       if (stored.conversationId === this.#pump.conversationId) this.#own.stored(id, stored.seq, stored.conversationId);
       else moved = true;

@@ -1,18 +1,15 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { ConversationNotice } from '../../lib/conversations.js';
-import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
 import type { ConversationStatus } from '../../schema/conversation.js';
 import type { ServerFrame } from './frames.js';
 import type { OwnMessages } from './own-messages.js';
-import { messagesAfter, sessionStatus, type StoredMessage } from './sessions.js';
-
-const PUMP_BATCH = 200;
+import { MESSAGES_PER_READ, type SessionReads, type StoredMessage } from './sessions.js';
 
 export interface PumpDeps {
-  orm: Orm;
+  reads: SessionReads;
   nc: NatsConnection;
   names: StreamNames;
   logger: Logger;
@@ -52,8 +49,9 @@ interface Followed {
  * - a trigger is anything that says "look again": the session's notices
  *   `names.conversationEvents(companyId, conversationId)` (subscribed here; a customer message
  *   stored → its ack), a push on the visitor's outbound subject (connection.ts), a timer.
- * Triggers that come while a pump runs make it run once more. The session's status is read
- * after its messages and sent when it changed.
+ * Triggers that come while a pump runs make it run once more, unless all they named were
+ * messages it has shown (or skipped) meanwhile. The session's status is read with its
+ * messages and sent when it changed.
  */
 export class SessionPump {
   readonly #deps: PumpDeps;
@@ -61,8 +59,11 @@ export class SessionPump {
   readonly #out: PumpOutput;
   #followed: Followed | null = null;
   #running = false;
-  /** Triggered while running: it runs once more. */
-  #again = false;
+  /**
+   * The triggers that came while running: 0 none, Infinity one that names no message, else
+   * the highest seq named. It runs once more unless that seq was shown meanwhile.
+   */
+  #wanted = 0;
   #stallTimer: NodeJS.Timeout | null = null;
 
   constructor(deps: PumpDeps, own: OwnMessages, out: PumpOutput) {
@@ -92,23 +93,27 @@ export class SessionPump {
     return this.#followed?.stalled.delete(seq) ?? false;
   }
 
-  /** Look again (the pump runs now, or once more after the run in progress). */
-  schedule(): void {
-    if (this.#deps.closed() || !this.#followed) return;
-    void this.pump();
+  /**
+   * Look again (the pump runs now, or once more after the run in progress). `seq`: the
+   * trigger is about that message, which needs nothing once it was shown (or skipped).
+   */
+  schedule(seq = Infinity): void {
+    const followed = this.#followed;
+    if (this.#deps.closed() || !followed || seq <= followed.delivered) return;
+    void this.pump(seq);
   }
 
-  async pump(): Promise<void> {
+  async pump(seq = Infinity): Promise<void> {
     if (this.#running) {
-      this.#again = true;
+      this.#wanted = Math.max(this.#wanted, seq);
       return;
     }
     this.#running = true;
     try {
       do {
-        this.#again = false;
+        this.#wanted = 0;
         await this.#pumpOnce();
-      } while (this.#again && !this.#deps.closed());
+      } while (this.#wanted > (this.#followed?.delivered ?? Infinity) && !this.#deps.closed());
     } catch (err) {
       if (!this.#deps.closed()) {
         this.#deps.logger.warn({ err, conversationId: this.conversationId }, 'webchat: could not read the session; retrying');
@@ -132,11 +137,14 @@ export class SessionPump {
   }
 
   #onNotice(data: Uint8Array, followed: Followed): void {
-    if (this.#deps.closed() || followed !== this.#followed) return;
+    if (!this.#follows(followed)) return;
     try {
       const notice = JSON.parse(Buffer.from(data).toString('utf8')) as ConversationNotice;
-      if (notice.type === 'message' && notice.message.role === 'customer' && notice.message.externalId) this.#own.stored(notice.message.externalId, notice.message.seq, followed.id);
       if (notice.type === 'applied') return;
+      if (notice.type === 'message') {
+        if (notice.message.role === 'customer' && notice.message.externalId) this.#own.stored(notice.message.externalId, notice.message.seq, followed.id);
+        return this.schedule(notice.message.seq);
+      }
     } catch {
       /* a trigger all the same */
     }
@@ -146,12 +154,13 @@ export class SessionPump {
   async #pumpOnce(): Promise<void> {
     const followed = this.#followed;
     if (!followed) return;
-    const current = () => followed === this.#followed && !this.#deps.closed();
     let blockedAt: Date | null = null;
+    let status: ConversationStatus | null;
     for (;;) {
-      const batch = await messagesAfter(this.#deps.orm, followed.id, followed.delivered, PUMP_BATCH);
-      if (!current()) return;
-      for (const m of batch) {
+      const read = await this.#deps.reads.messagesAfter(followed.id, followed.delivered);
+      if (!this.#follows(followed)) return;
+      status = read.status;
+      for (const m of read.messages) {
         const verdict = this.#verdict(m);
         if (verdict === 'wait') {
           blockedAt = new Date(m.created_at);
@@ -162,15 +171,19 @@ export class SessionPump {
         else if (verdict === 'send') this.#out.message({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
         followed.delivered = m.seq;
       }
-      if (blockedAt || batch.length < PUMP_BATCH) break;
+      if (blockedAt || read.messages.length < MESSAGES_PER_READ) break;
     }
     if (blockedAt) this.#lookAgainWhenStalled(blockedAt);
-    const status = await sessionStatus(this.#deps.orm, followed.id);
-    if (!current() || !status) return;
+    if (!status) return;
     if (status !== followed.status) {
       followed.status = status;
       this.#out.status(status);
     }
+  }
+
+  /** Still following that session (a pump of one followed before stops). */
+  #follows(followed: Followed): boolean {
+    return followed === this.#followed && !this.#deps.closed();
   }
 
   /** Look again once the pending message counts as stalled (its dispatcher may be gone). */

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../lib/config.js';
-import type { Orm } from '../../lib/db.js';
+import type { SqlPool } from '../../lib/db.js';
 import type { ErrorCode } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
@@ -16,6 +16,7 @@ import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { VisitorConnection, type ConnectionContext } from './connection.js';
 import { FRAME_ERROR_CODES } from './frames.js';
 import { addressKey, SocketSlots, TokenBuckets } from './limits.js';
+import { SessionReads } from './sessions.js';
 import { VisitorTokens } from './visitor-token.js';
 
 /**
@@ -75,7 +76,8 @@ const PATH = /^\/api\/webchat\/([^/]+)\/ws\/?$/;
 
 export interface WebchatDeps {
   config: Config;
-  orm: Orm;
+  /** The message path's plain SQL connections (sessions.ts reads through them). */
+  sql: SqlPool;
   nc: NatsConnection;
   logger: Logger;
   cache: IntegrationCache;
@@ -135,7 +137,7 @@ export class WebchatServer {
     });
     const names = streamNames(deps.config.natsPrefix);
     this.#ctx = {
-      orm: deps.orm,
+      reads: new SessionReads(deps.sql),
       nc: deps.nc,
       publisher: inboundPublisher(deps.nc, { names, partitions: deps.config.partitions, timeoutMs: o.publishTimeoutMs ?? deps.config.publishTimeoutMs }),
       names,
