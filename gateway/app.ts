@@ -63,8 +63,11 @@ export interface GatewayDeps {
   registry?: Registry;
 }
 
-/** The message path's plain SQL in a gateway: webhook activity, written in the background every few seconds. */
-const MESSAGE_PATH_SQL_POOL_MAX = 2;
+/**
+ * The message path's plain SQL in a gateway: the webchat sockets' reads (coalesced, at most
+ * two statements of each kind at once) and webhook activity, written every few seconds.
+ */
+const MESSAGE_PATH_SQL_POOL_MAX = 4;
 
 /** JSON bodies of the API (webhooks read their raw bytes on their own route). */
 const JSON_BODY_LIMIT = '1mb';
@@ -93,7 +96,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const api = openApiDatabase({ url: config.databaseUrl, statementTimeoutMs: config.dbStatementTimeoutMs });
   const { orm, sql } = api;
   // The message path (webhook ingress, the webchat socket) and /readyz: the runtime's ORM, and
-  // plain SQL of their own (webhook activity), without a statement timeout.
+  // plain SQL of their own (webchat reads, webhook activity), without a statement timeout.
   const messages = { orm: deps.orm, sql: openSqlPool({ url: config.databaseUrl, poolMax: MESSAGE_PATH_SQL_POOL_MAX }) };
   const secrets = new SecretBox(config.secretsKeys);
   const tokens = new AccessTokens(config, now);
@@ -140,7 +143,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const webhooks = webhookIngress({ config, orm: messages.orm, sql: messages.sql, activity: deps.webhookActivity, nc: deps.nc, logger, box: secrets, now, isSecure, observe: observeRequest });
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
   // Upgrades are logged, not timed: a socket's handshake is not a request of the latency histogram.
-  const webchat = new WebchatServer({ config, orm: messages.orm, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
+  const webchat = new WebchatServer({ config, sql: messages.sql, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
   mount('/api/webhook', webhooks.router, webhookRouteDocs);
   routeDocs.add('/', SERVER_ROUTE_DOCS, 'server');
   mount('/', widgetRoutes(), widgetRouteDocs);

@@ -9,11 +9,14 @@ export interface FieldError {
 
 export const ERRORS = {
   VALIDATION_ERROR: { status: 400, message: 'The request is not valid.' },
+  INVALID_FRAME: { status: 400, message: 'A webchat frame must be a JSON object with a string "type".' },
+  UNKNOWN_TYPE: { status: 400, message: 'Unknown webchat frame type; expected hello, message, typing or ping.' },
   not_supported: { status: 400, message: 'This integration has no apiUrl configured.' },
   UNAUTHORIZED: { status: 401, message: 'A valid Bearer token is required.' },
   INVALID_CREDENTIALS: { status: 401, message: 'Wrong email or password.' },
   REFRESH_FAILED: { status: 401, message: 'The refresh token is invalid or expired.' },
   INVALID_SIGNATURE: { status: 401, message: 'The webhook signature is missing or invalid.' },
+  INVALID_TOKEN: { status: 401, message: 'The visitor token is not valid here.' },
   FORBIDDEN: { status: 403, message: 'This credential may not do that.' },
   QUOTA_EXCEEDED: { status: 403, message: 'The company has reached its limit for this resource.' },
   INTEGRATION_INACTIVE: { status: 403, message: 'The integration is not active.' },
@@ -21,6 +24,8 @@ export const ERRORS = {
   ORIGIN_NOT_ALLOWED: { status: 403, message: 'This page may not open the chat.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   CONFLICT: { status: 409, message: 'The resource is in a conflicting state.' },
+  HELLO_REQUIRED: { status: 409, message: 'Send hello first.' },
+  ALREADY_WELCOMED: { status: 409, message: 'hello was already answered on this socket.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
   RATE_LIMITED: { status: 429, message: 'Too many requests; retry later.' },

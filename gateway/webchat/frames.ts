@@ -1,3 +1,4 @@
+import { AppError, type ErrorCode } from '../../lib/errors.js';
 import { storable } from '../../lib/text.js';
 
 /**
@@ -33,29 +34,43 @@ export type ServerFrame =
   | { type: 'delta'; conversationId: number; text: string }
   | { type: 'error'; code: WebchatErrorCode; message: string; clientMessageId?: string };
 
-export type WebchatErrorCode =
-  | 'INVALID_FRAME'
-  | 'UNKNOWN_TYPE'
-  | 'VALIDATION_ERROR'
-  | 'HELLO_REQUIRED'
-  | 'ALREADY_WELCOMED'
-  | 'INVALID_TOKEN'
-  | 'QUEUE_UNAVAILABLE'
-  | 'RATE_LIMITED'
-  | 'INTEGRATION_INACTIVE'
-  | 'INTERNAL_ERROR';
+/** The codes an `error` frame carries: entries of the one catalog (lib/errors.ts), the same strings on the wire. */
+export const FRAME_ERROR_CODES = [
+  'INVALID_FRAME',
+  'UNKNOWN_TYPE',
+  'VALIDATION_ERROR',
+  'HELLO_REQUIRED',
+  'ALREADY_WELCOMED',
+  'INVALID_TOKEN',
+  'QUEUE_UNAVAILABLE',
+  'RATE_LIMITED',
+  'INTEGRATION_INACTIVE',
+  'INTERNAL_ERROR',
+] as const satisfies readonly ErrorCode[];
+
+export type WebchatErrorCode = (typeof FRAME_ERROR_CODES)[number];
 
 export const MAX_TEXT_CHARS = 4096;
 export const MAX_TOKEN_CHARS = 4096;
 const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
-export class FrameError extends Error {
-  constructor(
-    readonly code: WebchatErrorCode,
-    message: string,
-    readonly clientMessageId?: string,
-  ) {
-    super(message);
+/**
+ * A failure answered on the socket as an `error` frame (the socket stays open). One about a
+ * message frame names its clientMessageId, so the widget knows which message to send again.
+ */
+export class FrameError extends AppError {
+  declare readonly code: WebchatErrorCode;
+  readonly clientMessageId: string | undefined;
+
+  constructor(code: WebchatErrorCode, message?: string, clientMessageId?: string, options: { cause?: unknown } = {}) {
+    super(code, message, options);
+    this.name = 'FrameError';
+    this.clientMessageId = clientMessageId;
+  }
+
+  get frame(): Extract<ServerFrame, { type: 'error' }> {
+    const { code, message, clientMessageId } = this;
+    return clientMessageId === undefined ? { type: 'error', code, message } : { type: 'error', code, message, clientMessageId };
   }
 }
 

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../lib/config.js';
-import type { Orm } from '../../lib/db.js';
+import type { SqlPool } from '../../lib/db.js';
 import type { ErrorCode } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
@@ -14,7 +14,9 @@ import type { RouteDoc } from '../http/route-docs.js';
 import { idPathParam } from '../http/validate.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { VisitorConnection, type ConnectionContext } from './connection.js';
+import { FRAME_ERROR_CODES } from './frames.js';
 import { addressKey, SocketSlots, TokenBuckets } from './limits.js';
+import { SessionReads } from './sessions.js';
 import { VisitorTokens } from './visitor-token.js';
 
 /**
@@ -74,7 +76,8 @@ const PATH = /^\/api\/webchat\/([^/]+)\/ws\/?$/;
 
 export interface WebchatDeps {
   config: Config;
-  orm: Orm;
+  /** The message path's plain SQL connections (sessions.ts reads through them). */
+  sql: SqlPool;
   nc: NatsConnection;
   logger: Logger;
   cache: IntegrationCache;
@@ -134,7 +137,7 @@ export class WebchatServer {
     });
     const names = streamNames(deps.config.natsPrefix);
     this.#ctx = {
-      orm: deps.orm,
+      reads: new SessionReads(deps.sql),
       nc: deps.nc,
       publisher: inboundPublisher(deps.nc, { names, partitions: deps.config.partitions, timeoutMs: o.publishTimeoutMs ?? deps.config.publishTimeoutMs }),
       names,
@@ -261,7 +264,7 @@ export const webchatRouteDoc: RouteDoc = {
     '',
     'A model reply is streamed: `typing {role:"agent"}` when the agent starts, `delta` frames with the next pieces of its text as the model writes it, then the reply as one `message` (the whole text, stored; it replaces the deltas). Deltas are a preview: never stored, never replayed, and a socket that joins mid-reply gets only the `message`.',
     '',
-    `\`error\` frame codes: INVALID_FRAME, UNKNOWN_TYPE, VALIDATION_ERROR, HELLO_REQUIRED, ALREADY_WELCOMED, INVALID_TOKEN, QUEUE_UNAVAILABLE, RATE_LIMITED, INTEGRATION_INACTIVE, INTERNAL_ERROR; the socket stays open. A frame over ${WEBCHAT_DEFAULTS.maxFrameBytes / 1024} KiB closes it with 1009, a flood with 1008, no \`hello\` within ${WEBCHAT_DEFAULTS.helloTimeoutMs / 1000} s with 1008.`,
+    `\`error\` frame codes: ${FRAME_ERROR_CODES.join(', ')}; the socket stays open. A frame over ${WEBCHAT_DEFAULTS.maxFrameBytes / 1024} KiB closes it with 1009, a flood with 1008, no \`hello\` within ${WEBCHAT_DEFAULTS.helloTimeoutMs / 1000} s with 1008.`,
   ].join('\n'),
   params: [
     idPathParam('webchat integration', 'integrationId'),
