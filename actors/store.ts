@@ -379,11 +379,7 @@ export async function countAnswerAttempts(c: SqlClient, messageIds: string[]): P
   return messageIds.map((id) => counts.get(id) ?? 1);
 }
 
-/** PostgreSQL refused the values themselves (data exception or integrity violation): trying again cannot help. */
-export function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^(22|23)/.test(code);
-}
+export { isDataError } from '../lib/pg-errors.js';
 
 export function findMessage(c: SqlClient, id: string): Promise<MessageRow | null> {
   return query<MessageRow>(c, 'message_find', `select * from conversation_messages where id = $1`, [id]).then(first);

@@ -2,6 +2,7 @@ import type { AnyEventObject, StateValue } from 'xstate';
 import { settleAnswers, type AnswerSettlement } from '../../lib/credit.js';
 import type { SqlClient, SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
+import { sqlState } from '../../lib/pg-errors.js';
 import { attachActiveTrace, attachTrace, traceOf } from '../../lib/tracing.js';
 import { collectedText } from '../../machines/conversation.js';
 import type { AgentOutput } from '../../schema/conversation.js';
@@ -237,7 +238,7 @@ export class Answers {
     if (!isDataError(failure)) return 'nak';
     // The database refuses the answer itself (not a passing outage): asking the model again
     // would give the same refusal, so a human takes over, told why.
-    const code = (failure as { code?: string }).code;
+    const code = sqlState(failure);
     this.#deps.logger.error({ err: failure, conversationId: conv.id, messageId }, 'host: the answer cannot be stored; handing off');
     return (await this.#store(conv, messageId, handoffEvent(`the answer could not be stored (SQLSTATE ${code})`))) === null ? 'ack' : 'nak';
   }

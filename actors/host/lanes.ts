@@ -1,5 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
 import type { SqlPool } from '../../lib/db.js';
+import { sqlState } from '../../lib/pg-errors.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import { sleep } from '../limit.js';
 import { insertReceipts, isDataError } from '../store.js';
@@ -152,7 +153,7 @@ export class Lanes {
 
   /** Records an envelope the database cannot store (receipt outcome `rejected`); false when even that failed. */
   async #reject(env: InboundEnvelope, err: unknown): Promise<boolean> {
-    const code = (err as { code?: string }).code;
+    const code = sqlState(err);
     this.#logger.error({ err, integrationId: env.integrationId, idempotencyKey: env.idempotencyKey }, 'host: the database refuses this envelope; recording it as rejected');
     try {
       await insertReceipts(this.#sql, [

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '../../lib/logger.js';
-import { isStatementTimeout } from '../../lib/db.js';
 import { AppError, ERRORS } from '../../lib/errors.js';
+import { pgErrorKind } from '../../lib/pg-errors.js';
 import { arrayOf, object, STRING, UUID } from './schemas.js';
 
 /** A request ended by the statement timeout (503 TIMEOUT) may be tried again after this long. */
@@ -61,7 +61,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       appError = new AppError('PAYLOAD_TOO_LARGE');
     } else if (err?.type === 'charset.unsupported' || err?.type === 'encoding.unsupported') {
       appError = new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding.');
-    } else if (isStatementTimeout(err)) {
+    } else if (pgErrorKind(err) === 'timeout') {
       // A statement of this request ran past DB_STATEMENT_TIMEOUT_MS: the database is busy, or the request asks too much of it.
       logger.warn({ requestId: req.requestId, traceId: req.traceId, method: req.method, path: req.path }, 'a statement ran past the statement timeout');
       appError = new AppError('TIMEOUT', undefined, { cause: err, headers: { 'Retry-After': String(TIMEOUT_RETRY_AFTER_SECONDS) } });
