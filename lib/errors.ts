@@ -1,6 +1,7 @@
 /**
  * The one error catalog. Every failure the API returns is an AppError with a stable code;
- * the HTTP layer turns it into `{"error":{"code","message"}}`.
+ * lib/error-response.ts turns it into `{"error":{"code","message"}}`. The webchat socket's
+ * `error` frames answer codes of this catalog too, plus a few of their own (FRAME_ERRORS).
  */
 export interface FieldError {
   field: string;
@@ -33,6 +34,21 @@ export const ERRORS = {
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * Codes only the webchat socket answers, in an `error` frame (the socket stays open), with
+ * what each means. The frame's other codes are the API's own (FrameErrorCode).
+ */
+export const FRAME_ERRORS = {
+  INVALID_FRAME: 'The frame is not a JSON text object with a string "type".',
+  UNKNOWN_TYPE: 'The frame type is not hello, message, typing or ping.',
+  HELLO_REQUIRED: 'A message came before hello.',
+  ALREADY_WELCOMED: 'hello was already answered on this socket.',
+  INVALID_TOKEN: 'The visitor token is not valid here; a new visitor starts.',
+} as const satisfies Record<string, string>;
+
+/** Every code an `error` frame may carry. */
+export type FrameErrorCode = keyof typeof FRAME_ERRORS | Extract<ErrorCode, 'VALIDATION_ERROR' | 'QUEUE_UNAVAILABLE' | 'RATE_LIMITED' | 'INTEGRATION_INACTIVE' | 'INTERNAL_ERROR'>;
 
 export class AppError extends Error {
   readonly code: ErrorCode;

@@ -13,7 +13,7 @@ import { failSpan, SpanKind, startSpan, withSpan } from '../../lib/tracing.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
-import { writeError } from '../http/errors.js';
+import { writeError } from '../../lib/error-response.js';
 import { UNMATCHED_ROUTE } from '../http/metrics.js';
 import { requestIdOf, requestTraceId } from '../http/request-ids.js';
 import { observeOnClose, type RequestObserver } from '../http/request-observer.js';
