@@ -1,6 +1,6 @@
 import type { AnyEventObject } from 'xstate';
 import type { SqlPool } from '../lib/db.js';
-import { isDataError } from '../lib/db.js';
+import { isDataError, sqlState } from '../lib/pg-errors.js';
 import type { Logger } from '../lib/logger.js';
 import { attachActiveTrace } from '../lib/tracing.js';
 import { collectedText } from '../machines/conversation.js';
@@ -161,7 +161,7 @@ export class Answers {
     if (!isDataError(failure)) return 'nak';
     // The database refuses the answer itself (not a passing outage): asking the model again
     // would give the same refusal, so a human takes over, told why.
-    const code = (failure as { code?: string }).code;
+    const code = sqlState(failure);
     this.#deps.logger.error({ err: failure, conversationId: conv.id, messageId }, 'host: the answer cannot be stored; handing off');
     return (await this.#store(conv, messageId, handoffEvent(`the answer could not be stored (SQLSTATE ${code})`))) === null ? 'ack' : 'nak';
   }

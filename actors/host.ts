@@ -1,5 +1,6 @@
 import { DEFAULT_MODEL_MAX_CONCURRENCY } from '../lib/config.js';
-import { isDataError, type SqlPool } from '../lib/db.js';
+import type { SqlPool } from '../lib/db.js';
+import { isDataError, sqlState } from '../lib/pg-errors.js';
 import { conversationKey, conversationKeyOf, type InboundPublisher } from '../lib/inbound.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
@@ -196,7 +197,7 @@ export class ConversationHost {
 
   /** Records an envelope the database cannot store (receipt outcome `rejected`); false when even that failed. */
   async #reject(env: InboundEnvelope, err: unknown): Promise<boolean> {
-    const code = (err as { code?: string }).code;
+    const code = sqlState(err);
     this.#deps.logger.error({ err, integrationId: env.integrationId, idempotencyKey: env.idempotencyKey }, 'host: the database refuses this envelope; recording it as rejected');
     try {
       await recordReceipt(this.#deps.sql, { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: env.kind, outcome: `rejected (SQLSTATE ${code})`, conversation_id: null });

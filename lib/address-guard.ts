@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
+import { OutboundError } from './outbound-errors.js';
 
 /**
  * Which network addresses a tenant-supplied URL may reach (contract.md § Knowledge: every
@@ -107,11 +108,10 @@ export function isPublicAddress(address: string): boolean {
 /** The guard of tenant-supplied URLs: public addresses only. */
 export const publicAddressesOnly: AddressGuard = isPublicAddress;
 
-/** Refused by an AddressGuard: the URL's host is (or resolves to) an address it may not reach. */
-export class BlockedAddressError extends Error {
-  readonly code = 'BLOCKED_ADDRESS';
+/** Refused by an AddressGuard: the URL's host is (or resolves to) an address it may not reach (code BLOCKED_ADDRESS). */
+export class BlockedAddressError extends OutboundError {
   constructor(readonly host: string) {
-    super(`${host} is a private, loopback, link-local or otherwise internal address`);
+    super('BLOCKED_ADDRESS', `${host} is a private, loopback, link-local or otherwise internal address`);
     this.name = 'BlockedAddressError';
   }
 }

@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { DriverException, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
+import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from '../schema/entities.js';
 import { migrations } from '../schema/migrations/index.js';
 import { succeedsWithin } from './deadline.js';
+import { pgErrorKind } from './pg-errors.js';
 
 export type { EntityManager };
 export type Orm = MikroORM;
@@ -45,7 +46,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
     return true;
   } catch (err) {
     // Two processes starting at once may race to create it.
-    if ((err as { code?: string }).code === '42P04') return false;
+    if (pgErrorKind(err) === 'unique') return false;
     throw err;
   } finally {
     await client.end();
@@ -63,7 +64,7 @@ export interface OpenDatabaseOptions {
   synchronousCommit?: boolean;
   /**
    * PostgreSQL cancels any statement of these connections that runs longer (error 57014,
-   * isStatementTimeout). Unset: no limit (migrations, the message path).
+   * pgErrorKind 'timeout'). Unset: no limit (migrations, the message path).
    */
   statementTimeoutMs?: number;
 }
@@ -166,26 +167,6 @@ export async function inTransaction<T>(pool: SqlPool, work: (client: pg.PoolClie
 export async function query<T>(client: SqlClient, name: string, text: string, values: unknown[] = []): Promise<T[]> {
   const res = await client.query<T & pg.QueryResultRow>({ name, text, values });
   return res.rows;
-}
-
-/** PostgreSQL's `query_canceled`: the statement ran past its statement_timeout (or was cancelled). */
-export const QUERY_CANCELED = '57014';
-
-/**
- * Whether `err` (or an error it was raised from) is PostgreSQL ending a statement at its
- * statement_timeout: pg's DatabaseError, or MikroORM's DriverException carrying its code.
- */
-export function isStatementTimeout(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if ((e instanceof pg.DatabaseError || e instanceof DriverException) && (e as { code?: unknown }).code === QUERY_CANCELED) return true;
-  }
-  return false;
-}
-
-/** PostgreSQL refused the values themselves (SQLSTATE class 22, data exception, or 23, integrity violation): trying again cannot help. */
-export function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^(22|23)/.test(code);
 }
 
 /** Connections of the API's default pool size (the ORM's, besides API_SQL_POOL_MAX). */

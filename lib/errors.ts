@@ -1,6 +1,7 @@
 /**
  * The one error catalog. Every failure the API returns is an AppError with a stable code;
- * the HTTP layer turns it into `{"error":{"code","message"}}`.
+ * lib/error-response.ts turns it into `{"error":{"code","message"}}`. The webchat socket's
+ * `error` frames answer codes of this catalog too (gateway/webchat/frames.ts lists which).
  */
 export interface FieldError {
   field: string;

@@ -5,89 +5,47 @@
  * a deadline, an answer of at most 1 MiB, keep-alive connections, at most 3 redirects, and
  * (for a tenant-supplied apiUrl) public addresses only.
  */
-import { OutboundError, outboundRequest, parseJsonBody } from './outbound-http.js';
+import { OutboundError, outboundErrorIn, retryAfterMs, type OutboundErrorCode } from './outbound-errors.js';
+import { outboundRequest, parseJsonBody } from './outbound-http.js';
 import type { AddressGuard } from './address-guard.js';
 
 export const DEFAULT_HELPDESK_TIMEOUT_MS = 10_000;
 /** The largest helpdesk API answer read; a bigger one is a failure, never buffered. */
 export const MAX_HELPDESK_ANSWER_BYTES = 1024 * 1024;
-/** The longest `Retry-After` believed (a tenant-chosen apiUrl must not park a reply for days). */
-export const MAX_RETRY_AFTER_MS = 60 * 60_000;
 
-export class HelpdeskError extends Error {
-  /** HTTP status, or null when no usable answer came back (network error, timeout, refused address, oversized answer). */
-  readonly status: number | null;
+/**
+ * A failed helpdesk call: an OutboundError (lib/outbound-errors.ts: `code`, `status`,
+ * `permanent` / `retryable`, `maybeDelivered`, `retryAfterMs`) with the helpdesk's answer.
+ * Its code follows from what is given: REFUSED when the answer refuses, a transport failure
+ * (the cause's code, else NETWORK) when no status came back, HTTP_STATUS for a failure
+ * status, BAD_ANSWER for a 2xx.
+ */
+export class HelpdeskError extends OutboundError {
   /** The parsed answer, for our own use only: never shown to a tenant (it is somebody else's text). */
   readonly body: unknown;
-  /** Why no usable answer came back (status null), e.g. TIMEOUT, BODY_TOO_LARGE, BLOCKED_ADDRESS. */
-  readonly reason: OutboundError['code'] | null;
-  /**
-   * The helpdesk answered 2xx with `{"status":"error"}`: it read the request and refused it.
-   * Chat2Desk does this (HTTP 200) for requests it will not carry out; a certain failure.
-   */
-  readonly refused: boolean;
-  /** How long the helpdesk asked us to wait (`Retry-After` of a 429 / 503), capped at MAX_RETRY_AFTER_MS; null when it did not say. */
-  readonly retryAfterMs: number | null;
-  constructor(
-    message: string,
-    status: number | null,
-    body: unknown,
-    options: { cause?: unknown; reason?: OutboundError['code']; refused?: boolean; retryAfterMs?: number | null } = {},
-  ) {
-    super(message, { cause: options.cause });
+
+  constructor(message: string, status: number | null, body: unknown, options: { cause?: unknown; refused?: boolean; retryAfterMs?: number | null } = {}) {
+    super(options.refused ? 'REFUSED' : codeOf(status, options.cause), message, { cause: options.cause, status, retryAfterMs: options.retryAfterMs });
     this.name = 'HelpdeskError';
-    this.status = status;
     this.body = body;
-    this.reason = options.reason ?? null;
-    this.refused = options.refused ?? false;
-    this.retryAfterMs = options.retryAfterMs ?? null;
-  }
-  /** 5xx, 429, network errors and timeouts are worth retrying; other 4xx, `status: error` answers, refused addresses and oversized answers are not. */
-  get retryable(): boolean {
-    if (this.refused) return false;
-    if (this.status === null) return this.reason === null || this.reason === 'TIMEOUT' || this.reason === 'NETWORK';
-    return this.status >= 500 || this.status === 429;
   }
 
   /**
-   * Whether the helpdesk may have carried the request out although it failed here: it
-   * reached the server and no answer said otherwise (a timeout, a connection cut after
-   * sending, a 5xx, an answer we could not read). Such a send is reconciled against the
-   * helpdesk's history before it is sent again. A 4xx (429 included), a `status: error`
-   * answer, a refused connection, an unresolvable name or a refused address mean it was not.
+   * The helpdesk answered `{"status":"error"}`: it read the request and refused it. Chat2Desk
+   * does this (even with HTTP 200) for requests it will not carry out; a certain failure.
    */
-  get maybeDelivered(): boolean {
-    if (this.refused) return false;
-    if (this.status !== null) return this.status >= 500 || this.status === 408;
-    if (this.reason === 'NETWORK') return !NOT_SENT_CODES.has(codeOf(this.cause));
-    return this.reason === 'TIMEOUT' || this.reason === 'BODY_TOO_LARGE' || this.reason === 'ABORTED' || this.reason === null;
+  get refused(): boolean {
+    return this.code === 'REFUSED';
   }
 }
 
-/** Network errors that happen before a request can reach the server. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-function codeOf(err: unknown): string {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code !== 'NETWORK') return code;
-  }
-  return '';
+function codeOf(status: number | null, cause: unknown): OutboundErrorCode {
+  if (status === null) return transportCode(cause);
+  return status >= 200 && status <= 299 ? 'BAD_ANSWER' : 'HTTP_STATUS';
 }
 
-/** `Retry-After` (delay seconds or an HTTP date) in ms from `nowMs`, capped; null when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number | null {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (v === undefined || v.trim() === '') return null;
-  let ms: number;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(v)) ms = Number(v) * 1000;
-  else {
-    const at = Date.parse(v);
-    if (Number.isNaN(at)) return null;
-    ms = at - nowMs;
-  }
-  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(ms)));
-}
+/** Why no answer came back: the code of the OutboundError underneath, else NETWORK. */
+const transportCode = (cause: unknown): OutboundErrorCode => outboundErrorIn(cause)?.code ?? 'NETWORK';
 
 /** An id Chat2Desk keeps as an integer (client_id, channel_id): digits go out as a JSON number. */
 export function helpdeskId(value: string | number): string | number {
@@ -107,7 +65,8 @@ export function helpdeskTimeMs(value: unknown): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-const REASON_TEXT: Record<OutboundError['code'], string> = {
+/** What went wrong when no answer came back, in words for the user (after "the helpdesk"). */
+const TRANSPORT_FAILURE_TEXT: Partial<Record<OutboundErrorCode, string>> = {
   TIMEOUT: 'timed out',
   BODY_TOO_LARGE: `answered with more than ${MAX_HELPDESK_ANSWER_BYTES} bytes`,
   BLOCKED_ADDRESS: 'refused: the address is private, loopback or link-local',
@@ -116,6 +75,13 @@ const REASON_TEXT: Record<OutboundError['code'], string> = {
   ABORTED: 'aborted',
   BAD_URL: 'not a usable URL',
 };
+
+/** Why a helpdesk call failed, in words fit for a tenant (after "the helpdesk"): the status or the failure, never the helpdesk's own text. */
+export function helpdeskFailureText(err: HelpdeskError): string {
+  if (err.refused) return `answered status "error" (HTTP ${err.status})`;
+  if (err.status !== null) return `answered HTTP ${err.status}`;
+  return TRANSPORT_FAILURE_TEXT[err.code] ?? 'unreachable';
+}
 
 export interface HelpdeskWebhook {
   id: number | string;
@@ -186,8 +152,7 @@ export class HelpdeskClient {
         guard: this.#guard,
       });
     } catch (err) {
-      const reason = err instanceof OutboundError ? err.code : 'NETWORK';
-      throw new HelpdeskError(`helpdesk ${method} ${path}: ${REASON_TEXT[reason]}`, null, null, { cause: err, reason });
+      throw new HelpdeskError(`helpdesk ${method} ${path}: ${TRANSPORT_FAILURE_TEXT[transportCode(err)] ?? 'unreachable'}`, null, null, { cause: err });
     }
     const parsed = parseJsonBody(res.body);
     if (res.status < 200 || res.status > 299) {

@@ -2,7 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger.js';
-import { ERRORS, type ErrorCode } from './errors.js';
+import { writeError } from './error-response.js';
+import { AppError, type ErrorCode } from './errors.js';
 import { metricsAccess } from './metrics-access.js';
 
 export interface MetricsServer {
@@ -17,10 +18,7 @@ export interface MetricsServer {
 export async function startMetricsServer(deps: { registry: Registry; token?: string; logger: Logger }, listen: { port: number; host: string }): Promise<MetricsServer> {
   const allowed = metricsAccess(deps.token);
   const server = createServer((req, res) => {
-    const answer = (code: ErrorCode, message: string) => {
-      res.writeHead(ERRORS[code].status, { 'Content-Type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ error: { code, message } }));
-    };
+    const answer = (code: ErrorCode, message: string) => writeError(res, new AppError(code, message));
     if (req.url?.split('?', 1)[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) return answer('NOT_FOUND', 'Only GET /metrics is served here.');
     if (!allowed(req.headers.authorization)) return answer('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
     deps.registry.metrics().then(

@@ -2,6 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, t
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { BlockedAddressError, guardedLookup, guardOf, hostOf, type AddressGuard } from './address-guard.js';
+import { OutboundError } from './outbound-errors.js';
 
 /**
  * Every HTTP call the service makes to somebody else's server (the helpdesk API, model and
@@ -16,20 +17,11 @@ import { BlockedAddressError, guardedLookup, guardOf, hostOf, type AddressGuard 
  * - follows at most `maxRedirects` (3) redirects, never carrying Authorization to another origin;
  * - reuses keep-alive connections (one pool per protocol, guarded and trusted apart; a model
  *   server gets a pool of its own: lib/agents/model-servers.ts).
- * Failures are OutboundError with a stable `code`; nothing here throws outside the promise.
+ * Failures are OutboundError (lib/outbound-errors.ts) with a stable `code`; nothing here
+ * throws outside the promise. An answer of any status resolves: the caller judges it
+ * (statusFailure).
  */
 export const DEFAULT_MAX_REDIRECTS = 3;
-
-export type OutboundErrorCode = 'TIMEOUT' | 'BODY_TOO_LARGE' | 'BLOCKED_ADDRESS' | 'TOO_MANY_REDIRECTS' | 'NETWORK' | 'ABORTED' | 'BAD_URL';
-
-export class OutboundError extends Error {
-  readonly code: OutboundErrorCode;
-  constructor(code: OutboundErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'OutboundError';
-    this.code = code;
-  }
-}
 
 export interface OutboundRequest {
   method: string;
@@ -87,7 +79,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 function checkTarget(url: URL, guard: AddressGuard | null | undefined): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('BAD_URL', `unsupported protocol ${url.protocol}`);
   const host = hostOf(url);
-  if (guard && isIP(host) && !guard(host)) throw new OutboundError('BLOCKED_ADDRESS', new BlockedAddressError(host).message);
+  if (guard && isIP(host) && !guard(host)) throw new BlockedAddressError(host);
 }
 
 interface Hop {
@@ -185,7 +177,6 @@ async function exchange(first: Hop, guard: AddressGuard | null | undefined, maxR
 function asOutboundError(err: unknown, timedOut: boolean, timeoutMs: number): OutboundError {
   if (err instanceof OutboundError) return err;
   if (timedOut) return new OutboundError('TIMEOUT', `no complete answer within ${timeoutMs} ms`, { cause: err });
-  if (err instanceof BlockedAddressError) return new OutboundError('BLOCKED_ADDRESS', err.message, { cause: err });
   if ((err as Error)?.name === 'AbortError' || (err as Error)?.name === 'TimeoutError') return new OutboundError('ABORTED', 'aborted', { cause: err });
   const code = (err as { code?: string })?.code;
   return new OutboundError('NETWORK', `unreachable${code ? ` (${code})` : ''}`, { cause: err });
@@ -210,9 +201,16 @@ function readCapped(res: IncomingMessage, max: number): Promise<Buffer> {
       }
       chunks.push(chunk);
     });
+    let ended = false;
     res.on('error', reject);
-    res.on('close', () => reject(new OutboundError('NETWORK', 'the answer was cut off')));
-    res.on('end', () => resolve(Buffer.concat(chunks, size)));
+    // 'close' follows every 'end': only a close without one is a cut (an error is not built, stack and all, for every answer).
+    res.on('close', () => {
+      if (!ended) reject(new OutboundError('NETWORK', 'the answer was cut off'));
+    });
+    res.on('end', () => {
+      ended = true;
+      resolve(Buffer.concat(chunks, size));
+    });
   });
 }
 

@@ -1,22 +1,14 @@
-import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '../../lib/logger.js';
-import { isStatementTimeout } from '../../lib/db.js';
+import { writeError } from '../../lib/error-response.js';
 import { AppError, ERRORS } from '../../lib/errors.js';
+import { pgErrorKind } from '../../lib/pg-errors.js';
 import { arrayOf, object, STRING, UUID } from './schemas.js';
 
 /** A request ended by the statement timeout (503 TIMEOUT) may be tried again after this long. */
 export const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 
-/** The JSON body of an error: `{"error":{"code","message"}}` (+ details, + requestId on 500). */
-export function errorBody(err: AppError, requestId?: string): { error: Record<string, unknown> } {
-  const body: Record<string, unknown> = { code: err.code, message: err.message };
-  if (err.details) body.details = err.details;
-  if (err.code === 'INTERNAL_ERROR' && requestId) body.requestId = requestId;
-  return { error: body };
-}
-
-/** What errorBody writes, as a JSON Schema (for the OpenAPI document): `code` is one of the catalog's. */
+/** What errorBody (lib/error-response.ts) writes, as a JSON Schema (for the OpenAPI document): `code` is one of the catalog's. */
 export const ERROR_SCHEMA = object(
   {
     error: object(
@@ -31,15 +23,6 @@ export const ERROR_SCHEMA = object(
   },
   { title: 'Error' },
 );
-
-/** Writes errorBody on any Node response, express or not. */
-export function writeError(res: ServerResponse, err: AppError, requestId?: string): void {
-  if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  if (requestId) res.setHeader('X-Request-Id', requestId);
-  res.statusCode = err.status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(errorBody(err, requestId)));
-}
 
 export const notFoundHandler: RequestHandler = (req) => {
   throw new AppError('NOT_FOUND', `No route for ${req.method} ${req.path}.`);
@@ -61,7 +44,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       appError = new AppError('PAYLOAD_TOO_LARGE');
     } else if (err?.type === 'charset.unsupported' || err?.type === 'encoding.unsupported') {
       appError = new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding.');
-    } else if (isStatementTimeout(err)) {
+    } else if (pgErrorKind(err) === 'timeout') {
       // A statement of this request ran past DB_STATEMENT_TIMEOUT_MS: the database is busy, or the request asks too much of it.
       logger.warn({ requestId: req.requestId, traceId: req.traceId, method: req.method, path: req.path }, 'a statement ran past the statement timeout');
       appError = new AppError('TIMEOUT', undefined, { cause: err, headers: { 'Retry-After': String(TIMEOUT_RETRY_AFTER_SECONDS) } });

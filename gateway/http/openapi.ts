@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { AppError, ERRORS, type ErrorCode } from '../../lib/errors.js';
-import { ERROR_SCHEMA, errorBody } from './errors.js';
+import { errorBody } from '../../lib/error-response.js';
+import { ERROR_SCHEMA } from './errors.js';
 import type { Access, MountedRouteDoc, ResponseDoc } from './route-docs.js';
 import type { JsonSchema } from './schemas.js';
 

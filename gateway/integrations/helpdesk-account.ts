@@ -1,7 +1,7 @@
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
-import { HelpdeskClient, HelpdeskError, type HelpdeskWebhook } from '../../lib/helpdesk-client.js';
+import { HelpdeskClient, HelpdeskError, helpdeskFailureText, type HelpdeskWebhook } from '../../lib/helpdesk-client.js';
 
 /**
  * What the integration routes ask the helpdesk (Chat2Desk API v1) on the user's behalf:
@@ -32,16 +32,15 @@ export function regionOfUrl(config: Config, url: string): HelpdeskRegion | null 
  */
 export function upstreamText(err: unknown): string {
   if (err instanceof HelpdeskError) {
-    if (err.refused) return `the helpdesk answered status "error" (HTTP ${err.status})`;
     if (err.status === 401 || err.status === 403) return `the helpdesk refused the API token (HTTP ${err.status})`;
-    if (err.status !== null) return `the helpdesk answered HTTP ${err.status}`;
-    return err.message.replace(/^helpdesk \S+ \S+: /, 'the helpdesk ');
+    return `the helpdesk ${helpdeskFailureText(err)}`;
   }
   if (err instanceof WebhookRegistrationError) return err.message;
   return 'the helpdesk could not be reached';
 }
 
-const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && err.status !== null && !err.retryable;
+/** The instance answered, and its answer refuses (a 4xx other than 408 / 409 / 429, or `{"status":"error"}`). */
+const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && err.status !== null && err.permanent;
 
 /**
  * Asks both instances at once which one accepts the token. Neither accepts → 400 on
@@ -50,7 +49,7 @@ const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && 
 export async function probeRegion(config: Config, token: string): Promise<{ apiUrl: string; region: HelpdeskRegion }> {
   const regions: HelpdeskRegion[] = ['global', 'europe'];
   const results = await Promise.allSettled(
-    // A `{"status":"error"}` answer is a refusal too (HelpdeskClient throws it, not retryable).
+    // A `{"status":"error"}` answer is a refusal too (HelpdeskClient throws it, permanent).
     // The instances are trusted, where they redirect is not: the guard checks every other hop.
     regions.map((region) => new HelpdeskClient(regionUrl(config, region), token, { guard: guardForUrl(config, regionUrl(config, region)) }).apiInfo()),
   );

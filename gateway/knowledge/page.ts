@@ -1,6 +1,7 @@
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
-import { outboundRequest, type OutboundError } from '../../lib/outbound-http.js';
+import type { OutboundError } from '../../lib/outbound-errors.js';
+import { outboundRequest } from '../../lib/outbound-http.js';
 import { ExtractionError, formatOf, type DocumentFormat } from './extract.js';
 
 /**

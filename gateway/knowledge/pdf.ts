@@ -24,6 +24,18 @@ export class PdfError extends Error {
   }
 }
 
+/** PDF.js's typed exceptions (told apart by their `name`, the type it gives them) the user can act on. */
+const PDFJS_FAILURES: Partial<Record<string, string>> = {
+  PasswordException: 'the PDF is password-protected',
+  InvalidPDFException: 'the file is not a valid PDF',
+};
+
+/** A failure of PDF.js as the document's PdfError. */
+function unreadable(err: unknown): PdfError {
+  const known = err instanceof Error ? PDFJS_FAILURES[err.name] : undefined;
+  return new PdfError(known ?? `the PDF cannot be read (${(err as Error)?.message ?? 'unknown error'})`, { cause: err });
+}
+
 interface TextItem {
   str?: unknown;
   transform: number[];
@@ -75,11 +87,7 @@ export async function readPdfLines(data: Buffer, options: { budgetBytes: number;
     // A copy: PDF.js takes (detaches) the buffer it is given.
     doc = await getDocument({ data: new Uint8Array(data), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, stopAtErrors: false, verbosity: 0 }).promise;
   } catch (err) {
-    const name = (err as Error)?.name;
-    throw new PdfError(
-      name === 'PasswordException' ? 'the PDF is password-protected' : name === 'InvalidPDFException' ? 'the file is not a valid PDF' : `the PDF cannot be read (${(err as Error)?.message ?? 'unknown error'})`,
-      { cause: err },
-    );
+    throw unreadable(err);
   }
   try {
     const pages: PdfLine[][] = [];
@@ -92,7 +100,7 @@ export async function readPdfLines(data: Buffer, options: { budgetBytes: number;
     }
     return { pages, numPages: doc.numPages };
   } catch (err) {
-    throw new PdfError(`the PDF cannot be read (${(err as Error)?.message ?? 'unknown error'})`, { cause: err });
+    throw unreadable(err);
   } finally {
     await doc.destroy();
   }

@@ -3,6 +3,7 @@ import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
+import { sqlState } from '../../lib/pg-errors.js';
 import { CompanySchema, UserSchema } from '../../schema/entities.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
@@ -37,11 +38,7 @@ const refreshBody = bodyValidator<{ refresh_token: string }>({
 });
 
 /** A database error's SQLSTATE (`23505`: the email is taken), else the error's class name: never its message. */
-function errorCodeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
-  return err instanceof Error ? err.name : 'unknown';
-}
+const errorCodeOf = (err: unknown): string => sqlState(err) ?? (err instanceof Error ? err.name : 'unknown');
 
 const normaliseEmail = (email: string) => email.trim().toLowerCase();
 

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import { pingDatabase, type Orm } from '../../lib/db.js';
 import { withinDeadline } from '../../lib/deadline.js';
+import { errorBody } from '../../lib/error-response.js';
 import { AppError } from '../../lib/errors.js';
 import { metricsAccess } from '../../lib/metrics-access.js';
 import { pingNats, type NatsConnection } from '../../lib/nats.js';
@@ -54,7 +55,8 @@ export function healthRoutes(deps: HealthDeps): Router {
       return;
     }
     const down = [!postgres && 'PostgreSQL', !nats && 'NATS'].filter(Boolean).join(' and ');
-    res.status(503).json({ ok: false, checks, error: { code: 'NOT_READY', message: `${down} not reachable.` } });
+    const notReady = new AppError('NOT_READY', `${down} not reachable.`);
+    res.status(notReady.status).json({ ok: false, checks, ...errorBody(notReady) });
   });
   router.get('/metrics', async (req, res) => {
     if (!mayReadMetrics(req.headers.authorization)) throw new AppError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
@@ -97,7 +99,7 @@ export const healthRouteDocs: readonly RouteDoc[] = [
       503: {
         description: 'Not ready: `NOT_READY` naming what is unreachable.',
         schema: object({ ok: { const: false }, checks: CHECKS, error: object({ code: { const: 'NOT_READY' }, message: STRING }) }),
-        example: { ok: false, checks: { postgres: 'unreachable', nats: 'ok' }, error: { code: 'NOT_READY', message: 'PostgreSQL not reachable.' } },
+        example: { ok: false, checks: { postgres: 'unreachable', nats: 'ok' }, ...errorBody(new AppError('NOT_READY', 'PostgreSQL not reachable.')) },
       },
     },
   },

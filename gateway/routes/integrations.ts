@@ -15,7 +15,8 @@ import type { RouteDoc } from '../http/route-docs.js';
 import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
 import { probeRegion, regionOfUrl, regionUrl, registerHelpdeskWebhook, upstreamText, WebhookRegistrationError, type HelpdeskRegion } from '../integrations/helpdesk-account.js';
-import { activityOf, readWebhookActivity, SIGNATURE_FAILURE_TEXT, webhookStatusOf, type WebhookActivityView } from '../webhook/activity.js';
+import { activityOf, readWebhookActivity, webhookStatusOf, type WebhookActivityView } from '../webhook/activity.js';
+import { SIGNATURE_FAILURES } from '../webhook/signature.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 
 /**
@@ -336,7 +337,7 @@ const INTEGRATION_PROPERTIES = {
   webhookRegisteredAt: nullable(TIMESTAMP),
   lastWebhookAt: { ...nullable(TIMESTAMP), description: 'When the last webhook with a valid signature arrived.' },
   signatureFailuresLastHour: COUNT,
-  lastSignatureFailure: nullable(object({ at: TIMESTAMP, reason: { type: 'string', enum: Object.keys(SIGNATURE_FAILURE_TEXT) }, message: STRING })),
+  lastSignatureFailure: nullable(object({ at: TIMESTAMP, reason: { type: 'string', enum: Object.keys(SIGNATURE_FAILURES) }, message: STRING })),
   createdAt: TIMESTAMP,
   updatedAt: TIMESTAMP,
 };

@@ -1,6 +1,6 @@
 import { query, type SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
-import type { VerifyResult } from './signature.js';
+import { SIGNATURE_FAILURES, type SignatureFailure } from './signature.js';
 
 /**
  * Webhook activity per integration: when a correctly signed webhook last arrived, and how
@@ -21,15 +21,6 @@ const KEEP_FAILURES_MS = 2 * 3600_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
 const HOUR_MS = 3600_000;
 const MINUTE_MS = 60_000;
-
-export type SignatureFailure = Extract<VerifyResult, { ok: false }>['error'];
-
-/** What a user is told about a refused signature. */
-export const SIGNATURE_FAILURE_TEXT: Record<SignatureFailure, string> = {
-  missing_signature: 'the webhook had no signature header (x-webhook-signature or x-hub-signature-256)',
-  malformed_signature: 'the signature header is not sha256=<64 hex digits>',
-  mismatch: "the signature does not match the integration's webhook secret (set the secret the helpdesk issued with PATCH {webhookSecret})",
-};
 
 export interface WebhookActivityOptions {
   /** How often this process writes its counts (ms). */
@@ -221,7 +212,7 @@ export async function readWebhookActivity(sql: SqlPool, companyId: number, integ
       lastWebhookAt: r.last_webhook_at ? r.last_webhook_at.toISOString() : null,
       signatureFailuresLastHour: r.failures_last_hour,
       lastSignatureFailure:
-        r.last_failure_at && reason ? { at: r.last_failure_at.toISOString(), reason, message: SIGNATURE_FAILURE_TEXT[reason] ?? reason } : null,
+        r.last_failure_at && reason ? { at: r.last_failure_at.toISOString(), reason, message: SIGNATURE_FAILURES[reason] ?? reason } : null,
     });
   }
   return out;

@@ -13,17 +13,17 @@ import { failSpan, SpanKind, startSpan, withSpan } from '../../lib/tracing.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
-import { writeError } from '../http/errors.js';
+import { writeError } from '../../lib/error-response.js';
 import { UNMATCHED_ROUTE } from '../http/metrics.js';
 import { requestIdOf, requestTraceId } from '../http/request-ids.js';
 import { observeOnClose, type RequestObserver } from '../http/request-observer.js';
 import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
 import { object } from '../http/schemas.js';
 import { idParam, idPathParam } from '../http/validate.js';
-import { SIGNATURE_FAILURE_TEXT, WebhookActivity, type WebhookActivityOptions } from './activity.js';
+import { WebhookActivity, type WebhookActivityOptions } from './activity.js';
 import { HELPDESK_PAYLOAD_VALIDATORS, normaliseHelpdesk, type HelpdeskInbound } from './helpdesk-normaliser.js';
 import { IntegrationCache, type CachedIntegration } from './integration-cache.js';
-import { SIGNATURE_HEADERS, SIGNATURE_RE, SignatureVerifier, type BodySignature } from './signature.js';
+import { SIGNATURE_HEADERS, SIGNATURE_RE, signatureRefused, SignatureVerifier, type BodySignature } from './signature.js';
 
 /**
  * Webhook ingress: `POST /api/webhook/:connectorType/:integrationId`, checked in the
@@ -240,7 +240,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     // Counted in memory only (gateway/webhook/activity.ts writes them in batches).
     if (!verdict.ok) {
       activity.refused(integration.id, verdict.error, now());
-      throw new AppError('INVALID_SIGNATURE', `Invalid webhook signature: ${SIGNATURE_FAILURE_TEXT[verdict.error]}.`);
+      throw signatureRefused(verdict.error);
     }
     activity.accepted(integration.id, now());
     if (!integration.active) throw new AppError('INTEGRATION_INACTIVE');

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual, type Hmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { AppError } from '../../lib/errors.js';
 
 /**
  * Webhook signatures (interface.md § Authentication 5): HMAC-SHA256 over the exact raw body
@@ -9,7 +10,8 @@ import type { IncomingHttpHeaders } from 'node:http';
  * The body is hashed while it streams in (so a body can be refused as too large only after
  * its signature was checked, without buffering it); both digests are compared as bytes with
  * crypto.timingSafeEqual. After a rotation the previous secret verifies until its deadline,
- * judged by an injectable clock. Nothing here throws: the result says why it failed.
+ * judged by an injectable clock. Nothing here throws: the result says why it failed, one of
+ * SIGNATURE_FAILURES, which the API answers as 401 INVALID_SIGNATURE (signatureRefused).
  */
 export const SIGNATURE_HEADERS = ['x-webhook-signature', 'x-hub-signature-256'] as const;
 
@@ -21,7 +23,21 @@ export interface WebhookSecrets {
   previousValidUntil: number;
 }
 
-export type VerifyResult = { ok: true } | { ok: false; error: 'missing_signature' | 'malformed_signature' | 'mismatch' };
+/** Why a signature is refused, with what a user is told about it (the 401's message, the integration's lastSignatureFailure). */
+export const SIGNATURE_FAILURES = {
+  missing_signature: 'the webhook had no signature header (x-webhook-signature or x-hub-signature-256)',
+  malformed_signature: 'the signature header is not sha256=<64 hex digits>',
+  mismatch: "the signature does not match the integration's webhook secret (set the secret the helpdesk issued with PATCH {webhookSecret})",
+} as const;
+
+export type SignatureFailure = keyof typeof SIGNATURE_FAILURES;
+
+export type VerifyResult = { ok: true } | { ok: false; error: SignatureFailure };
+
+/** The API's answer to a refused signature. */
+export function signatureRefused(reason: SignatureFailure): AppError {
+  return new AppError('INVALID_SIGNATURE', `Invalid webhook signature: ${SIGNATURE_FAILURES[reason]}.`);
+}
 
 const DIGEST_BYTES = 32;
 /** A signature header's value: the hex digest, `sha256=` before it or not. */

@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { OutboundError } from '../outbound-http.js';
+import { OutboundError } from '../outbound-errors.js';
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type Completion = OpenAI.Chat.Completions.ChatCompletion;

@@ -5,7 +5,7 @@ import { storable } from '../text.js';
 import { inSpan, SpanKind, tracingEnabled } from '../tracing.js';
 import { MAX_MODEL_ANSWER_BYTES, modelServer, type ModelServer } from './model-servers.js';
 import { readChatStream } from './model-stream.js';
-import type { OutboundError } from '../outbound-http.js';
+import { MAX_RETRY_AFTER_MS, OutboundError, outboundErrorIn, retryAfterMs } from '../outbound-errors.js';
 import { estimateTokens, type ChatMessage } from './prompt.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
 
@@ -185,42 +185,34 @@ class Deadline {
   }
 }
 
-/** Retry-After (seconds or an HTTP date) or retry-after-ms, in ms; undefined when absent or unreadable. */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+/** The wait a model server asks for: `retry-after-ms` (OpenAI's), else `Retry-After`. */
+function retryAfterOf(headers: Headers | undefined): number | null {
   const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
-  if (Number.isFinite(ms) && ms >= 0) return ms;
-  const raw = headers?.get('retry-after');
-  if (!raw) return undefined;
-  const seconds = Number(raw.trim());
-  if (raw.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const at = Date.parse(raw);
-  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(ms, MAX_RETRY_AFTER_MS);
+  return retryAfterMs(headers?.get('retry-after') ?? undefined);
 }
 
 const backoff = (n: number, b: { first: number; max: number }) => Math.min(b.max, b.first * 2 ** n) * (1 - Math.random() * 0.25);
 
+/** A failed attempt as an OutboundError: the `openai` package's errors judged like every other outbound call's. */
+function attemptFailure(err: unknown): OutboundError {
+  if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
+    // Waiting brings no quota back: a refusal, not a pace.
+    if (err.status === 429 && err.code === 'insufficient_quota') return new OutboundError('REFUSED', 'HTTP 429: the model account has no quota left', { status: 429, cause: err });
+    return new OutboundError('HTTP_STATUS', `HTTP ${err.status}`, { status: err.status, retryAfterMs: retryAfterOf(err.headers), cause: err });
+  }
+  return outboundErrorIn(err) ?? new OutboundError(err instanceof OpenAI.APIConnectionTimeoutError ? 'TIMEOUT' : 'NETWORK', 'the model server could not be reached', { cause: err });
+}
+
 /** What a failed attempt means for the call. */
 type Verdict = { kind: 'slow_down'; status: number; waitMs: number | undefined } | { kind: 'retry'; waitMs: number | undefined } | { kind: 'fail' };
 
-/** Outbound failures that would fail again however often they are retried. */
-const PERMANENT_OUTBOUND = new Set(['BLOCKED_ADDRESS', 'BAD_URL', 'TOO_MANY_REDIRECTS', 'BODY_TOO_LARGE']);
-
-/** The server refused the request itself (400 / 422): not worth the same request again. */
-const isRequestRefused = (err: unknown): boolean => err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422);
-
-function verdictOf(err: unknown): Verdict {
-  if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
-    const wait = retryAfterMs(err.headers);
-    if (err.status === 429 && err.code !== 'insufficient_quota') return { kind: 'slow_down', status: 429, waitMs: wait };
-    if (err.status === 503 && wait !== undefined) return { kind: 'slow_down', status: 503, waitMs: wait };
-    if (err.status === 408 || err.status === 409 || err.status >= 500) return { kind: 'retry', waitMs: wait };
-    return { kind: 'fail' };
-  }
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code;
-    if (e.name === 'OutboundError' && typeof code === 'string' && PERMANENT_OUTBOUND.has(code)) return { kind: 'fail' };
-  }
-  return { kind: 'retry', waitMs: undefined };
+/** A server asking us to slow down (429, or 503 with Retry-After) sets a pace; other failures that are not permanent are retried. */
+function verdictOf(failure: OutboundError): Verdict {
+  if (failure.permanent) return { kind: 'fail' };
+  const waitMs = failure.retryAfterMs ?? undefined;
+  if (failure.status === 429 || (failure.status === 503 && waitMs !== undefined)) return { kind: 'slow_down', status: failure.status, waitMs };
+  return { kind: 'retry', waitMs };
 }
 
 /** One model answer (retries, pacing and all) as one span of the conversation's trace. */
@@ -313,8 +305,10 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
         break;
       } catch (err) {
         if (handedOver) previewing = false;
-        const verdict = call.signal?.aborted || deadline.passed ? ({ kind: 'fail' } as const) : verdictOf(err);
-        if (streaming && !handedOver && verdict.kind === 'fail' && isRequestRefused(err)) {
+        const failure = attemptFailure(err);
+        const verdict = call.signal?.aborted || deadline.passed ? ({ kind: 'fail' } as const) : verdictOf(failure);
+        // The server refused the request itself (400 / 422): perhaps only its streaming.
+        if (streaming && !handedOver && verdict.kind === 'fail' && (failure.status === 400 || failure.status === 422)) {
           // Some OpenAI-compatible servers know neither `stream` nor `stream_options`: the whole answer, in one piece.
           server.leave('failed');
           streaming = false;
@@ -343,9 +337,8 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
           }
           continue;
         }
-        const status = err instanceof OpenAI.APIError && typeof err.status === 'number' ? err.status : null;
-        const why = status === 429 ? 'HTTP 429: the model account has no quota left' : status !== null ? `HTTP ${status}` : connectionFailure(err);
-        throw new ModelCallFailed(`model call failed (${why})`, status, { cause: err });
+        const why = failure.status !== null ? failure.message : connectionFailure(failure);
+        throw new ModelCallFailed(`model call failed (${why})`, failure.status, { cause: err });
       }
     }
   } finally {
@@ -403,18 +396,20 @@ function isTokenCount(n: unknown): n is number {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= MAX_REPORTED_TOKENS;
 }
 
-/** Why no HTTP answer came back, in our words (the cause chain holds lib/outbound-http.ts's OutboundError). */
-function connectionFailure(err: unknown): string {
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code;
-    if (e.name === 'OutboundError' && typeof code === 'string') {
-      if (code === 'BLOCKED_ADDRESS') return 'refused: the model server address is private, loopback or link-local';
-      if (code === 'BODY_TOO_LARGE') return `the answer was larger than ${MAX_MODEL_ANSWER_BYTES} bytes`;
-      if (code === 'TOO_MANY_REDIRECTS') return 'too many redirects';
-      if (code === 'TIMEOUT') return 'timed out';
-    }
+/** Why no HTTP answer came back, in our words. */
+function connectionFailure(failure: OutboundError): string {
+  switch (failure.code) {
+    case 'BLOCKED_ADDRESS':
+      return 'refused: the model server address is private, loopback or link-local';
+    case 'BODY_TOO_LARGE':
+      return `the answer was larger than ${MAX_MODEL_ANSWER_BYTES} bytes`;
+    case 'TOO_MANY_REDIRECTS':
+      return 'too many redirects';
+    case 'TIMEOUT':
+      return 'timed out';
+    default:
+      return 'the model server could not be reached';
   }
-  return err instanceof OpenAI.APIConnectionTimeoutError ? 'timed out' : 'the model server could not be reached';
 }
 
 /** A tool call's string argument (trimmed, at most 500 characters), or null. */

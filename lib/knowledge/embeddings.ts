@@ -1,11 +1,13 @@
 import type { AddressGuard } from '../address-guard.js';
-import { outboundRequest, OutboundError, parseJsonBody } from '../outbound-http.js';
+import { outboundErrorIn, statusFailure, type OutboundError } from '../outbound-errors.js';
+import { outboundRequest, parseJsonBody } from '../outbound-http.js';
 
 /**
  * A client of an OpenAI-compatible embeddings server (`POST {baseUrl}/embeddings`, `{model,
  * input: [...]}` → `{data: [{index, embedding}]}`): texts go in batches of BATCH_SIZE, each
  * call through lib/outbound-http.ts with a deadline, a body cap and the tenant's address
- * guard; 429 / 5xx / network failures are retried a few times. Vectors come back unit-length
+ * guard; failures that are not permanent (lib/outbound-errors.ts: timeouts, network errors,
+ * 408 / 409 / 429 / 5xx) are retried a few times. Vectors come back unit-length
  * (cosine = dot product). Failures are EmbeddingError with a message fit for a document's
  * `error` (never the server's own text).
  */
@@ -58,16 +60,16 @@ async function embedBatch(m: EmbeddingModel, input: string[], signal?: AbortSign
       });
     } catch (err) {
       last = err;
-      const code = (err as OutboundError).code;
-      if (code === 'BLOCKED_ADDRESS') throw new EmbeddingError('the embedding server address is private, loopback or link-local', { cause: err });
-      if (code === 'BODY_TOO_LARGE' || code === 'BAD_URL' || code === 'ABORTED' || code === 'TOO_MANY_REDIRECTS') throw new EmbeddingError(`the embedding server could not be used (${code.toLowerCase().replace(/_/g, ' ')})`, { cause: err });
+      const failure = outboundErrorIn(err);
+      if (failure?.permanent) throw new EmbeddingError(unusable(failure), { cause: err });
       continue;
     }
-    if (res.status === 429 || res.status >= 500) {
-      last = new EmbeddingError(`the embedding server answered HTTP ${res.status}`);
+    if (res.status !== 200) {
+      const failure = statusFailure(`the embedding server answered HTTP ${res.status}`, res.status, res.headers['retry-after']);
+      last = new EmbeddingError(failure.message, { cause: failure });
+      if (failure.permanent) throw last;
       continue;
     }
-    if (res.status !== 200) throw new EmbeddingError(`the embedding server answered HTTP ${res.status}`);
     const body = parseJsonBody(res.body) as { data?: { index?: number; embedding?: unknown }[] } | undefined;
     const data = body?.data;
     if (!Array.isArray(data) || data.length !== input.length) throw new EmbeddingError('the embedding server answered with something else than one vector per input');
@@ -84,8 +86,14 @@ async function embedBatch(m: EmbeddingModel, input: string[], signal?: AbortSign
     return out;
   }
   if (last instanceof EmbeddingError) throw last;
-  const code = (last as OutboundError)?.code;
+  const code = outboundErrorIn(last)?.code;
   throw new EmbeddingError(code === 'TIMEOUT' ? `the embedding server did not answer within ${EMBEDDING_DEADLINE_MS / 1000} s` : 'the embedding server could not be reached', { cause: last });
+}
+
+/** Why the embedding server cannot be used (a permanent failure), in words for the document's `error`. */
+function unusable(failure: OutboundError): string {
+  if (failure.code === 'BLOCKED_ADDRESS') return 'the embedding server address is private, loopback or link-local';
+  return `the embedding server could not be used (${failure.code.toLowerCase().replace(/_/g, ' ')})`;
 }
 
 /** Unit vectors of `texts`, in order; `onBatch` is told how many are done after each batch. */

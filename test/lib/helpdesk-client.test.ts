@@ -2,7 +2,8 @@
 // ids as numbers, no explicit nulls, `{"status":"error"}` with HTTP 200 a certain failure,
 // `Retry-After` read from a 429.
 import t from 'tap';
-import { HelpdeskClient, HelpdeskError, MAX_RETRY_AFTER_MS, retryAfterMs } from '../../lib/helpdesk-client.js';
+import { HelpdeskClient, HelpdeskError } from '../../lib/helpdesk-client.js';
+import { MAX_RETRY_AFTER_MS, retryAfterMs } from '../../lib/outbound-errors.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 
 const desk = await startChat2DeskStub(t);

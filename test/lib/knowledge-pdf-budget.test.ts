@@ -121,3 +121,13 @@ t.test('linear in the file: a long run of tokens, strings, unmatched brackets', 
     t.ok(ms < 1000, `${label} (${Math.round(file.length / 1024)} KB): ${Math.round(ms)} ms`);
   }
 });
+
+t.test("PDF.js's typed failures become the document's reason; its others say the PDF cannot be read", async (t) => {
+  await t.rejects(readPdfLines(Buffer.from('hello, not a PDF at all'), { budgetBytes: MB }), { name: 'PdfError', message: 'the file is not a valid PDF', cause: { name: 'InvalidPDFException' } });
+  // Encrypted with a user password that is not the empty one (PDF.js tries that first).
+  const ab = (bytes: number) => 'ab'.repeat(bytes);
+  const locked = makePdf([[{ text: 'Secret' }]])
+    .toString('latin1')
+    .replace(/trailer\n<< /, `trailer\n<< /Encrypt << /Filter /Standard /V 1 /R 2 /O <${ab(32)}> /U <${ab(32)}> /P -4 >> /ID [<${ab(16)}> <${ab(16)}>] `);
+  await t.rejects(readPdfLines(Buffer.from(locked, 'latin1'), { budgetBytes: MB }), { name: 'PdfError', message: 'the PDF is password-protected', cause: { name: 'PasswordException' } });
+});

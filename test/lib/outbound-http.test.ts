@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { guardForUrl, isPublicAddress, publicAddressesOnly, type AddressGuard } from '../../lib/address-guard.js';
-import { OutboundError, outboundFetch, outboundRequest } from '../../lib/outbound-http.js';
+import { OutboundError } from '../../lib/outbound-errors.js';
+import { outboundFetch, outboundRequest } from '../../lib/outbound-http.js';
 import { listenLocal } from '../support/local-server.js';
 
 /**
