@@ -27,8 +27,10 @@ export interface TestWorker extends RunningWorker {
 
 /**
  * A worker (conversation engine) for a test service, on its own NATS connection so
- * several workers behave like separate processes. Closed at teardown. The agent defaults
- * to echoAgent(); pass `agent: 'builtin'` for the worker's real agent runner (actors/agents/runner.ts).
+ * several workers behave like separate processes. Closed at teardown. Its agents answer
+ * through the real agent runner (actors/agents/runner.ts), as in production: a test gives
+ * its agents a knowledge base, or a model at a stand-in server (openai-stub.ts,
+ * repeating-model.ts).
  */
 export async function startTestWorker(
   t: Test,
@@ -42,7 +44,7 @@ export async function startTestWorker(
     orm: svc.orm,
     nc,
     logger,
-    agent: options.agent === 'builtin' ? undefined : (options.agent ?? echoAgent()),
+    agent: options.agent === 'builtin' ? undefined : options.agent,
     workerId: options.workerId,
     options: { ...FAST_WORKER_OPTIONS, ...options.options },
     now: options.now,
