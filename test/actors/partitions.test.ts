@@ -14,7 +14,8 @@ const P = 8;
 const svc = await startTestService(t, 'partitions', { env: { PARTITIONS: String(P) } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Partitions Co');
-const model = await startRepeatingModel(t, { delayMs: () => Math.floor(Math.random() * 20) });
+// A model's pace (about a second an answer): a worker that stops or dies has answers in flight.
+const model = await startRepeatingModel(t, { delayMs: () => 800 + Math.floor(Math.random() * 400) });
 const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
 
 const sentCount = (prefix: string) => {
