@@ -15,8 +15,8 @@ import type { ApiClient } from './service.js';
  * a test's figures (credit, analytics) are those of a company without model spend.
  */
 export interface RepeatingModel extends OpenAiStub {
-  /** A model agent answering through this server (POST /api/agents, `extra` fields added); its id. */
-  createAgent: (api: ApiClient, token: string, name?: string, extra?: Record<string, unknown>) => Promise<number>;
+  /** A model agent answering through this server (POST /api/agents); its id. */
+  createAgent: (api: ApiClient, token: string) => Promise<number>;
   /** The requests that asked the model about `text` (the customer's last message). */
   askedAbout: (text: string) => ModelRequest[];
 }
@@ -31,10 +31,10 @@ export async function startRepeatingModel(t: Test, options: { delayMs?: (text: s
   });
   return {
     ...stub,
-    createAgent: async (api, token, name = 'Repeater', extra = {}) => {
+    createAgent: async (api, token) => {
       const res = await api('POST', '/api/agents', {
         token,
-        body: { name, model: { provider: 'openai', name: REPEATING_MODEL_NAME, baseUrl: stub.baseUrl, apiKey: 'sk-repeater' }, ...extra },
+        body: { name: 'Repeater', model: { provider: 'openai', name: REPEATING_MODEL_NAME, baseUrl: stub.baseUrl, apiKey: 'sk-repeater' } },
       });
       if (res.status !== 201) throw new Error(`POST /api/agents: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.agent.id as number;
