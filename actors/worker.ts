@@ -12,7 +12,6 @@ import { SecretBox } from '../lib/secrets.js';
 import { sweepExpiredReservations } from '../lib/credit.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import { CreditGate } from './credit-gate.js';
-import type { AgentRunner } from './agents/types.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
 import { OutboxSender, type SenderOptions } from './outbox/sender.js';
 import { ConversationHost, type HostOptions } from './host.js';
@@ -37,8 +36,6 @@ export interface WorkerDeps {
   orm: Orm;
   nc: NatsConnection;
   logger: Logger;
-  /** The agent answering customer messages; default: the per-agent runner (builtin or OpenAI-compatible model). */
-  agent?: AgentRunner;
   /** Unique per process; default derived from host name, pid and randomness. */
   workerId?: string;
   /** Where the worker's figures go (the process's registry, lib/runtime.ts); default: its own. */
@@ -89,7 +86,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // Bound once the host exists (the figures read it); a call cannot settle before.
   let metrics: WorkerMetrics | undefined;
   const observeModelCall: WorkerMetrics['observeModelCall'] = (seconds, outcome) => metrics?.observeModelCall(seconds, outcome);
-  const agent = deps.agent ?? createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall }, options.agentRunner);
+  const agent = createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall }, options.agentRunner);
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };

@@ -11,7 +11,7 @@ const MODEL_MS = 1000;
 const svc = await startTestService(t, 'agent_behaviour', { env: { PARTITIONS: '2' } });
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'behaviour', options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'behaviour', options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 2);
 
 const model = (req: ModelRequest): ModelAnswer => {

@@ -17,7 +17,7 @@ const svc = await startTestService(t, 'answer_bounds', { env: { PARTITIONS: '2' 
 dropNatsPrefixAtEnd(t, svc);
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'bounds', options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'bounds', options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 2);
 
 llm.respond((req) => {

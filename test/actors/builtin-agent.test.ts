@@ -22,7 +22,7 @@ const fallbackAgent = (
 ).body.agent;
 const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', handoffAgent.id);
 const fallbackIntegration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk 2', fallbackAgent.id);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'builtin' });
+const worker = await startTestWorker(t, svc, { workerId: 'builtin' });
 await waitForPartitions([worker], 2);
 
 const sentTo = (c: string) => stub.sent().filter((b) => b.client_id === c);

@@ -11,7 +11,7 @@ const svc = await startTestService(t, 'business_hours', { env: { PARTITIONS: '1'
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
 llm.respond((req) => ({ delayMs: 1000, content: `Model says: ${llm.lastUserText(req)}` }));
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'hours', now: () => SUNDAY_NIGHT, options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'hours', now: () => SUNDAY_NIGHT, options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 1);
 
 const WEEKDAYS = Object.fromEntries(['mon', 'tue', 'wed', 'thu', 'fri'].map((d) => [d, [['09:00', '18:00']]]));

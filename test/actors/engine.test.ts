@@ -1,10 +1,10 @@
 import t from 'tap';
 import { partitionOf } from '../../lib/streams.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import {
   createHelpdeskIntegration,
-  echoAgent,
   eventually,
   messageEnvelope,
   publishEnvelope,
@@ -17,9 +17,9 @@ import {
 const svc = await startTestService(t, 'engine', { env: { PARTITIONS: '8' } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Engine Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
-const agent = echoAgent({ delayMs: (text) => (text.startsWith('slow') ? 300 : Math.floor(Math.random() * 15)) });
-const worker = await startTestWorker(t, svc, { agent, workerId: 'engine-1' });
+const model = await startRepeatingModel(t, { delayMs: () => Math.floor(Math.random() * 15) });
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
+const worker = await startTestWorker(t, svc, { workerId: 'engine-1' });
 await waitForPartitions([worker], 8);
 
 const sentTo = (clientId: string) => stub.sent().filter((b) => b.client_id === clientId);

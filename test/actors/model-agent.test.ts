@@ -13,7 +13,6 @@ const svc = await startTestService(t, 'model_agent', { env: { PARTITIONS: '2' } 
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
 const worker = await startTestWorker(t, svc, {
-  agent: 'builtin',
   workerId: 'model',
   options: { agentRunner: { cacheTtlMs: 0, model: { timeoutMs: 3000, maxRetries: 2, totalTimeoutMs: 4500 } } },
 });

@@ -16,7 +16,7 @@ import { createHelpdeskIntegration, messageEnvelope, publishEnvelope, sql, start
 const svc = await startTestService(t, 'model_calls', { env: { PARTITIONS: '2', MODEL_MAX_CONCURRENCY: '2', MODEL_RETRY_BUDGET_MS: '2500' } });
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'calls' });
+const worker = await startTestWorker(t, svc, { workerId: 'calls' });
 await waitForPartitions([worker], 2);
 
 const keyOf = (r: ModelRequest) => String(r.headers.authorization ?? '').replace(/^Bearer /, '');

@@ -14,7 +14,6 @@ const svc = await startTestService(t, 'model_trust', { env: { PARTITIONS: '2' } 
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
 const worker = await startTestWorker(t, svc, {
-  agent: 'builtin',
   workerId: 'trust',
   options: { agentRunner: { cacheTtlMs: 0, model: { timeoutMs: 3000, maxRetries: 1, totalTimeoutMs: 8000 } } },
 });

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import {
   createHelpdeskIntegration,
-  echoAgent,
   messageEnvelope,
   publishEnvelope,
   startTestWorker,
@@ -14,8 +14,9 @@ const P = 8;
 const svc = await startTestService(t, 'partitions', { env: { PARTITIONS: String(P) } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Partitions Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
-const agent = echoAgent({ delayMs: () => Math.floor(Math.random() * 20) });
+// A model's pace (about a second an answer): a worker that stops or dies has answers in flight.
+const model = await startRepeatingModel(t, { delayMs: () => 800 + Math.floor(Math.random() * 400) });
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
 
 const sentCount = (prefix: string) => {
   const counts = new Map<string, number>();
@@ -44,11 +45,11 @@ async function expectExactlyOnce(t: Test, prefix: string, texts: string[], timeo
   t.same([...counts.values()].filter((n) => n !== 1), [], `${prefix}: each exactly once`);
 }
 
-const w1 = await startTestWorker(t, svc, { agent, workerId: 'w1' });
+const w1 = await startTestWorker(t, svc, { workerId: 'w1' });
 await waitForPartitions([w1], P);
 
 t.test('a joining worker gets its fair share; partitions are disjoint', async (t) => {
-  const w2 = await startTestWorker(t, svc, { agent, workerId: 'w2' });
+  const w2 = await startTestWorker(t, svc, { workerId: 'w2' });
   const deadline = Date.now() + 15_000;
   while (!(w1.ownedPartitions().length === P / 2 && w2.ownedPartitions().length === P / 2)) {
     if (Date.now() > deadline) throw new Error(`no rebalance: ${w1.ownedPartitions()} | ${w2.ownedPartitions()}`);
@@ -71,7 +72,7 @@ t.test('a joining worker gets its fair share; partitions are disjoint', async (t
   await expectExactlyOnce(t, 'handover-', texts2);
 
   // A worker that dies without releasing: its leases expire and w2 takes them back.
-  const w3 = await startTestWorker(t, svc, { agent, workerId: 'w3' });
+  const w3 = await startTestWorker(t, svc, { workerId: 'w3' });
   await waitForPartitions([w3], P / 2, 15_000);
   const started = Date.now();
   await w3.nc.close(); // the process is gone: no release, no renewals

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { deliveredAs } from '../../actors/outbox/reconcile.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
@@ -32,7 +33,9 @@ const helpdesk = await startChat2DeskStub(t);
 const worker = await startTestWorker(t, svc, { workerId: 'reconcile', options: { outbox: { helpdeskTimeoutMs: 800, maxReconcileAttempts: 4 } } });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Reconcile Co');
-const integration = await createHelpdeskIntegration(svc, user, helpdesk);
+// Its replies repeat the question: the same question twice gets two identical replies.
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, user, helpdesk, 'Helpdesk', await model.createAgent(svc.api, user.token));
 const sends = (clientId: string) => helpdesk.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages' && r.body?.client_id === clientId);
 const rowsOf = (clientId: string) =>
   sql(svc.orm, `select o.status, o.external_id, o.last_error, o.attempts from outbox o join conversations c on c.id = o.conversation_id where c.client_id = ? order by o.id`, [clientId]);

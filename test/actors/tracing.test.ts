@@ -20,7 +20,7 @@ const helpdesk = await startChat2DeskStub(t);
 helpdesk.setSendLatency(150);
 const llm = await startOpenAiStub(t);
 llm.respond((req) => ({ delayMs: 300, content: `Model says: ${llm.lastUserText(req)}` }));
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'tracing', options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'tracing', options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 2);
 
 const user = await signUp(svc.api, 'Tracing Co');

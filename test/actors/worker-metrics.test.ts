@@ -20,7 +20,7 @@ const helpdesk = await startChat2DeskStub(t);
 helpdesk.setSendLatency(150);
 const llm = await startOpenAiStub(t);
 llm.respond((req) => ({ delayMs: 1000, content: `Model says: ${llm.lastUserText(req)}` }));
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'metrics' });
+const worker = await startTestWorker(t, svc, { workerId: 'metrics' });
 await waitForPartitions([worker], 2);
 const logger = createLogger('silent');
 const TOKEN = 'metrics-token-0123456789';

@@ -1,8 +1,9 @@
 import t from 'tap';
 import { startChat2DeskStub, type RecordedRequest } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
-import { createHelpdeskIntegration, echoAgent, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
 
 /**
  * The helpdesk misbehaves when replies go out: 503s, timeouts, a permanent 4xx. Replies are
@@ -13,9 +14,9 @@ const svc = await startTestService(t, 'helpdeskfail', { env: { PARTITIONS: '2' }
 dropNatsPrefixAtEnd(t, svc);
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Flaky Desk Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
 const worker = await startTestWorker(t, svc, {
-  agent: echoAgent(),
   workerId: 'helpdeskfail',
   options: { outbox: { pollMs: 100, baseBackoffMs: 100, maxBackoffMs: 800, helpdeskTimeoutMs: 400 } },
 });

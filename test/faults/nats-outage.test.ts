@@ -1,8 +1,9 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { deliver } from '../support/webhooks.js';
-import { createHelpdeskIntegration, echoAgent, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { startRestartableNats } from './helpers.js';
 
 /**
@@ -16,8 +17,9 @@ const nats = await startRestartableNats(t);
 const svc = await startTestService(t, 'natsoutage', { env: { NATS_URL: nats.url, PARTITIONS: '2' } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Outage Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'nats-outage' });
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
+const worker = await startTestWorker(t, svc, { workerId: 'nats-outage' });
 await waitForPartitions([worker], 2);
 
 const payload = (id: string, clientId = 'c-1') => ({ message_id: id, text: `text ${id}`, client_id: clientId, channel_id: 'ch', transport: 'telegram' });

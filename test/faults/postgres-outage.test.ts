@@ -9,8 +9,9 @@ import { connectNats } from '../../lib/nats.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { createTestDatabase } from '../support/database.js';
 import { apiClient, signUp, TEST_NATS_URL } from '../support/service.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { deliver } from '../support/webhooks.js';
-import { createHelpdeskIntegration, echoAgent, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { startTcpProxy } from './helpers.js';
 
 /**
@@ -41,8 +42,9 @@ const api = apiClient(gateway.url);
 const svc = { api, orm, config };
 const stub = await startChat2DeskStub(t);
 const user = await signUp(api, 'Outage Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'pg-outage' });
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(api, user.token));
+const worker = await startTestWorker(t, svc, { workerId: 'pg-outage' });
 await waitForPartitions([worker], 2);
 
 const send = (id: string, clientId: string) =>

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import {
   createHelpdeskIntegration,
-  echoAgent,
   eventually,
   messageEnvelope,
   publishEnvelope,
@@ -16,8 +16,9 @@ const svc = await startTestService(t, 'conversations', { env: { PARTITIONS: '4' 
 const stub = await startChat2DeskStub(t);
 const alice = await signUp(svc.api, 'Alice Co');
 const bob = await signUp(svc.api, 'Bob Co');
-const integration = await createHelpdeskIntegration(svc, alice, stub);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'conv-api' });
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, alice, stub, 'Helpdesk', await model.createAgent(svc.api, alice.token));
+const worker = await startTestWorker(t, svc, { workerId: 'conv-api' });
 await waitForPartitions([worker], 4);
 
 const sentTo = (clientId: string) => stub.sent().filter((b) => b.client_id === clientId);

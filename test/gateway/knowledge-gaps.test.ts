@@ -29,7 +29,7 @@ const handoffAgent = (await svc.api('POST', '/api/agents', { token: user.token, 
 const fallbackAgent = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Chatty bot', knowledgeBaseId: kb.id, onNoAnswer: 'fallback', relevanceThreshold: THRESHOLD } })).body.agent;
 const desk = await createHelpdeskIntegration(svc, user, stub, 'Desk', handoffAgent.id);
 const chattyDesk = await createHelpdeskIntegration(svc, user, stub, 'Chatty desk', fallbackAgent.id);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'gaps' });
+const worker = await startTestWorker(t, svc, { workerId: 'gaps' });
 await waitForPartitions([worker], 2);
 
 let messageId = 1000;

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createWebchatIntegration, openChat } from '../support/webchat.js';
 import {
   createHelpdeskIntegration,
-  echoAgent,
   eventually,
   messageEnvelope,
   publishEnvelope,
@@ -21,8 +21,9 @@ const svc = await startTestService(t, 'leads', { env: { PARTITIONS: '4' } });
 const stub = await startChat2DeskStub(t);
 const user = await signUp(svc.api, 'Leads Co');
 const other = await signUp(svc.api, 'Other Co');
-const integration = await createHelpdeskIntegration(svc, user, stub);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'leads-1' });
+const model = await startRepeatingModel(t);
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', await model.createAgent(svc.api, user.token));
+const worker = await startTestWorker(t, svc, { workerId: 'leads-1' });
 await waitForPartitions([worker], 4);
 
 const { pipelines } = (await svc.api('GET', '/api/pipelines', { token: user.token })).body;

@@ -206,7 +206,7 @@ t.test('replies keep flowing while every API connection is taken', async (t) => 
   const stub = await startChat2DeskStub(t);
   const user = await signUp(svc.api, 'Replies');
   const integration = await createHelpdeskIntegration(svc, user, stub);
-  const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'saturated-1' });
+  const worker = await startTestWorker(t, svc, { workerId: 'saturated-1' });
   await waitForPartitions([worker], 2);
   const kb = await createBase(svc.api, user.token, { name: 'Help' });
   await seedDocument(svc.orm, { companyId: user.companyId, knowledgeBaseId: kb }, 'Doc', '## One\n\nSome text.');

@@ -13,7 +13,6 @@ const svc = await startTestService(t, 'webchat_stream', { env: { PARTITIONS: '2'
 dropNatsPrefixAtEnd(t, svc);
 const llm = await startOpenAiStub(t);
 const worker = await startTestWorker(t, svc, {
-  agent: 'builtin',
   workerId: 'stream-1',
   options: { agentRunner: { cacheTtlMs: 0, model: { timeoutMs: 1500, maxRetries: 1, totalTimeoutMs: 10_000 } } },
 });

@@ -2,16 +2,17 @@ import { SignJWT } from 'jose';
 import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd, startPeerGateway } from '../support/webhooks.js';
-import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
+import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { streamNames } from '../../lib/streams.js';
 import { createWebchatIntegration, openChat, startWebchatGateway, UpgradeRefused, type ChatClient, type Frame, type OpenChatOptions } from '../support/webchat.js';
 
 const svc = await startTestService(t, 'webchat', { env: { PARTITIONS: '4' } });
 dropNatsPrefixAtEnd(t, svc);
 const user = await signUp(svc.api, 'Webchat Co');
-const chat = await createWebchatIntegration(svc.api, user.token);
-const agent = echoAgent({ delayMs: (text) => (text.startsWith('slow') ? 250 : 0) });
-const worker = await startTestWorker(t, svc, { agent, workerId: 'webchat-1' });
+const model = await startRepeatingModel(t, { delayMs: (text) => (text.startsWith('slow') ? 250 : 0) });
+const chat = await createWebchatIntegration(svc.api, user.token, { agentId: await model.createAgent(svc.api, user.token) });
+const worker = await startTestWorker(t, svc, { workerId: 'webchat-1' });
 await waitForPartitions([worker], 4);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -292,7 +293,7 @@ t.test('the same clientMessageId twice: one stored message, one reply', async (t
   await new Promise((r) => setTimeout(r, 500));
   const rows = await sql(svc.orm, 'select role from conversation_messages where conversation_id = ? order by seq', [conversationId]);
   t.same(rows.map((r) => r.role), ['customer', 'agent']);
-  t.equal(agent.calls.filter((x) => x.conversationId === conversationId).length, 1, 'the agent ran once');
+  t.equal(model.askedAbout('once please').length, 1, 'the agent ran once');
   t.same(await c.drain(100), []);
 });
 

@@ -21,7 +21,7 @@ const TTL_SECONDS = 10;
 const svc = await startTestService(t, 'event_streams', { env: { ACCESS_TOKEN_TTL_SECONDS: String(TTL_SECONDS), PARTITIONS: '2' } });
 const peer = await startPeerGateway(t, svc);
 const stub = await startChat2DeskStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'sse' });
+const worker = await startTestWorker(t, svc, { workerId: 'sse' });
 await waitForPartitions([worker], 2);
 
 type User = Awaited<ReturnType<typeof signUp>>;

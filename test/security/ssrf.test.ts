@@ -81,7 +81,7 @@ t.test('register-webhook: the stored apiUrl leads inside → 502 saying so, noth
 });
 
 t.test('the worker refuses the connection too: replies and model calls', async (t) => {
-  const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'ssrf', options: { agentRunner: { cacheTtlMs: 0 } } });
+  const worker = await startTestWorker(t, svc, { workerId: 'ssrf', options: { agentRunner: { cacheTtlMs: 0 } } });
   await waitForPartitions([worker], 2);
 
   // A built-in agent without knowledge hands off: its notice goes to the helpdesk, and is refused.

@@ -5,6 +5,7 @@ import { listAppRoutes } from '../../gateway/http/route-table.js';
 import { createLogger } from '../../lib/logger.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { addDocument } from '../support/knowledge.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { eventually, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
@@ -20,6 +21,7 @@ import { eventually, sql, startTestWorker, untilIdle, waitForPartitions } from '
 const svc = await startTestService(t, 'tenant', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
 const stub = await startChat2DeskStub(t);
+const model = await startRepeatingModel(t);
 const owner = await signUp(svc.api, 'Owner Co');
 const intruder = await signUp(svc.api, 'Intruder Co');
 const tokenOf = async (s: { token: string }) => (await svc.api('POST', '/api/api-tokens', { token: s.token, body: { name: 'ci' } })).body.apiToken;
@@ -29,7 +31,7 @@ const intruderApiToken = await tokenOf(intruder);
 // The owner's resources.
 const kb = (await svc.api('POST', '/api/knowledge-bases', { token: owner.token, body: { name: 'KB' } })).body.knowledgeBase;
 const doc = await addDocument(svc.api, owner.token, kb.id, { title: 'Hours', content: 'We open at nine.' });
-const agent = (await svc.api('POST', '/api/agents', { token: owner.token, body: { name: 'Bot', knowledgeBaseId: kb.id, model: { provider: 'openai', name: 'm', baseUrl: stub.url, apiKey: 'sk-owner' } } })).body.agent;
+const agent = (await svc.api('POST', '/api/agents', { token: owner.token, body: { name: 'Bot', knowledgeBaseId: kb.id, model: { provider: 'openai', name: 'm', baseUrl: model.baseUrl, apiKey: 'sk-owner' } } })).body.agent;
 const integration = (await svc.api('POST', '/api/integrations', { token: owner.token, body: { type: 'helpdesk', name: 'Desk', agentId: agent.id, apiUrl: stub.url, apiToken: stub.token } })).body.integration;
 const worker = await startTestWorker(t, svc, { workerId: 'tenant-w' });
 await waitForPartitions([worker], 2);

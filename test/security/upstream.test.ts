@@ -18,7 +18,7 @@ const svc = await startTestService(t, 'upstream', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'upstream', options: { agentRunner: { cacheTtlMs: 0 }, outbox: { maxAttempts: 4 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'upstream', options: { agentRunner: { cacheTtlMs: 0 }, outbox: { maxAttempts: 4 } } });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Upstream Co');
 

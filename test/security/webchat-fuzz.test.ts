@@ -1,7 +1,8 @@
 import t from 'tap';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
-import { echoAgent, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, openChat, startWebchatGateway, type ChatClient, type Frame } from '../support/webchat.js';
 import { seededRandom } from '../support/random.js';
 
@@ -61,8 +62,9 @@ function frame(): Generated {
 const svc = await startTestService(t, 'wsfuzz', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
 const user = await signUp(svc.api, 'Socket Fuzz Co');
-const chat = await createWebchatIntegration(svc.api, user.token);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'wsfuzz' });
+const model = await startRepeatingModel(t);
+const chat = await createWebchatIntegration(svc.api, user.token, { agentId: await model.createAgent(svc.api, user.token) });
+const worker = await startTestWorker(t, svc, { workerId: 'wsfuzz' });
 await waitForPartitions([worker], 2);
 const gw = await startWebchatGateway(t, svc, { framesPerSecond: 1_000_000, frameBurst: 1_000_000 }, 0, {
   webchat: { messagesPerMinutePerIp: 1_000_000, messagesPerMinutePerVisitor: 1_000_000 },

@@ -25,6 +25,9 @@ export const wsUrl = (httpUrl: string, integrationId: number | string) => `${htt
 
 export type Frame = { type: string; [k: string]: any };
 
+/** Frames that only preview an answer being worked out (the reply itself follows as a `message`). */
+const PREVIEWS = new Set(['typing', 'delta']);
+
 /** A widget stand-in: every frame received is queued; `next` takes them in order. */
 export class ChatClient {
   readonly frames: Frame[] = [];
@@ -58,15 +61,17 @@ export class ChatClient {
 
   /**
    * The next unread frame (optionally the next one of a type, skipping others), or throws after
-   * timeoutMs. Without a type, `typing` frames are skipped: one precedes every answer the agent
-   * works on outside the message's transaction (the stream tests read them by type).
+   * timeoutMs. Without a type, the previews of an answer in the making are skipped: a `typing`
+   * frame precedes every answer the agent works on outside the message's transaction, and a
+   * model's answer comes in `delta` frames before the reply itself (the stream tests read
+   * them by type).
    */
   async next(type?: string, timeoutMs = 8000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.frames.length) {
         const f = this.frames[this.#cursor++]!;
-        if (type ? f.type === type : f.type !== 'typing') return f;
+        if (type ? f.type === type : !PREVIEWS.has(f.type)) return f;
       }
       const left = deadline - Date.now();
       if (left <= 0 || this.ws.readyState === WebSocket.CLOSED) throw new Error(`no ${type ?? ''} frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames)}`);

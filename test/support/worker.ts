@@ -1,6 +1,5 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Test } from 'tap';
-import type { AgentRunner } from '../../actors/agents/types.js';
 import { startWorker, type RunningWorker, type WorkerOptions } from '../../actors/worker.js';
 import type { Config } from '../../lib/config.js';
 import type { Orm } from '../../lib/db.js';
@@ -8,7 +7,6 @@ import { createLogger } from '../../lib/logger.js';
 import { connectNats, type NatsConnection } from '../../lib/nats.js';
 import { partitionOfEnvelope } from '../../lib/inbound.js';
 import { streamNames } from '../../lib/streams.js';
-import type { AgentOutput } from '../../schema/conversation.js';
 import type { InboundEnvelope, NormalisedMessage, StatusHook } from '../../schema/envelope.js';
 import type { Chat2DeskStub } from './chat2desk-stub.js';
 import { signUp, TEST_NATS_URL, type ApiClient } from './service.js';
@@ -27,13 +25,15 @@ export interface TestWorker extends RunningWorker {
 
 /**
  * A worker (conversation engine) for a test service, on its own NATS connection so
- * several workers behave like separate processes. Closed at teardown. The agent defaults
- * to echoAgent(); pass `agent: 'builtin'` for the worker's real agent runner (actors/agents/runner.ts).
+ * several workers behave like separate processes. Closed at teardown. Its agents answer
+ * through the real agent runner (actors/agents/runner.ts), as in production: a test gives
+ * its agents a knowledge base, or a model at a stand-in server (openai-stub.ts,
+ * repeating-model.ts).
  */
 export async function startTestWorker(
   t: Test,
   svc: { config: Config; orm: Orm },
-  options: { agent?: AgentRunner | 'builtin'; workerId?: string; options?: WorkerOptions; now?: () => number } = {},
+  options: { workerId?: string; options?: WorkerOptions; now?: () => number } = {},
 ): Promise<TestWorker> {
   const nc = await connectNats(svc.config.natsUrl ?? TEST_NATS_URL, `test-worker-${options.workerId ?? 'w'}`);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -42,7 +42,6 @@ export async function startTestWorker(
     orm: svc.orm,
     nc,
     logger,
-    agent: options.agent === 'builtin' ? undefined : (options.agent ?? echoAgent()),
     workerId: options.workerId,
     options: { ...FAST_WORKER_OPTIONS, ...options.options },
     now: options.now,
@@ -61,28 +60,6 @@ export async function waitForPartitions(workers: { ownedPartitions: () => number
     if (Date.now() > deadline) throw new Error(`partitions not all owned within ${timeoutMs} ms: ${workers.map((w) => w.ownedPartitions().join(',')).join(' | ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/**
- * A stand-in agent for tests: answers `echo: <text>`; "human" in the text hands off
- * (asked_for_human); `delayMs` makes it think; every call is recorded.
- */
-export function echoAgent(options: { delayMs?: number | ((text: string) => number) } = {}): AgentRunner & { calls: { text: string; messageId: string; conversationId: number }[] } {
-  const calls: { text: string; messageId: string; conversationId: number }[] = [];
-  return {
-    calls,
-    // Asked outside any transaction, without a cap of its own: a model agent's route.
-    async routeOf() {
-      return { agentId: null, path: { kind: 'call', maxConcurrency: null }, behaviour: { debounceMs: 0, hours: null } };
-    },
-    async answer(input): Promise<AgentOutput> {
-      calls.push({ text: input.text, messageId: input.messageId, conversationId: input.conversationId });
-      const delay = typeof options.delayMs === 'function' ? options.delayMs(input.text) : (options.delayMs ?? 0);
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-      if (/\bhuman\b/i.test(input.text)) return { kind: 'handoff', reason: 'asked_for_human' };
-      return { kind: 'reply', text: `echo: ${input.text}` };
-    },
-  };
 }
 
 export interface TestIntegration {

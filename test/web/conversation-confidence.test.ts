@@ -16,7 +16,7 @@ if (SHOTS) mkdirSync(SHOTS, { recursive: true });
 const svc = await startTestService(t, 'web_confidence');
 const { api } = svc;
 const helpdesk = await startChat2DeskStub(t);
-await startTestWorker(t, svc, { agent: 'builtin' });
+await startTestWorker(t, svc);
 const browser = await launchBrowser(t);
 
 interface Message {

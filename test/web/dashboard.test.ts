@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { DASHBOARD_CSP } from '../../gateway/routes/dashboard.js';
 import { launchBrowser, watchedPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService, uniqueEmail } from '../support/service.js';
 
 const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory (e.g. /tmp/dashboard-shots) to save screenshots into
@@ -402,7 +403,8 @@ t.test('conversations: live list, diagram with the current state, pause, live up
   const { startTestWorker, createHelpdeskIntegration, messageEnvelope, publishEnvelope, eventually } = await import('../support/worker.js');
   await startTestWorker(t, svc);
   const me = (await api('GET', '/api/auth/me', { token })).body;
-  const integration = await createHelpdeskIntegration(svc, { token, companyId: me.company.id }, helpdesk, 'Live desk');
+  const model = await startRepeatingModel(t);
+  const integration = await createHelpdeskIntegration(svc, { token, companyId: me.company.id }, helpdesk, 'Live desk', await model.createAgent(api, token));
   await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'client-42', 'Hello there'));
   const conv = await eventually(async () => {
     const list = (await api('GET', '/api/conversations', { token })).body.conversations;

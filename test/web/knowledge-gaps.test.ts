@@ -15,7 +15,7 @@ import { createHelpdeskIntegration, sql, startTestWorker, waitForPartitions } fr
 
 const svc = await startTestService(t, 'web_knowledge_gaps', { env: { PARTITIONS: '2' } });
 const stub = await startChat2DeskStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'web-gaps' });
+const worker = await startTestWorker(t, svc, { workerId: 'web-gaps' });
 await waitForPartitions([worker], 2);
 const browser = await launchBrowser(t);
 

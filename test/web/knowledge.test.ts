@@ -118,7 +118,7 @@ t.test('knowledge: drop and choose files, a page, status and progress, chunks; t
   const { startTestWorker, createHelpdeskIntegration, messageEnvelope, publishEnvelope, eventually } = await import('../support/worker.js');
   const { startChat2DeskStub } = await import('../support/chat2desk-stub.js');
   const helpdesk = await startChat2DeskStub(t);
-  await startTestWorker(t, svc, { agent: 'builtin' });
+  await startTestWorker(t, svc);
   const me = (await api('GET', '/api/auth/me', { token })).body;
   const agentId = (await api('GET', '/api/agents', { token })).body.agents[0].id;
   const integration = await createHelpdeskIntegration(svc, { token, companyId: me.company.id }, helpdesk, 'Desk', agentId);

@@ -9,11 +9,11 @@ import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { EXPECTED_OUTCOMES, OUTCOMES_FROM, OUTCOMES_TO, seedOutcomes } from '../support/outcomes.js';
 import { startTestService } from '../support/service.js';
-import { createHelpdeskIntegration, echoAgent, messageEnvelope, publishEnvelope, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
+import { createHelpdeskIntegration, messageEnvelope, publishEnvelope, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
 
 const svc = await startTestService(t, 'web_leads', { env: { PARTITIONS: '2' } });
 const stub = await startChat2DeskStub(t);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'web-leads' });
+const worker = await startTestWorker(t, svc, { workerId: 'web-leads' });
 await waitForPartitions([worker], 2);
 const browser = await launchBrowser(t);
 

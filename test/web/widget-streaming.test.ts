@@ -11,7 +11,7 @@ import { createWebchatIntegration } from '../support/webchat.js';
 const svc = await startTestService(t, 'widget_stream', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'widget-stream', options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'widget-stream', options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Streaming Shop');
 const agent = await svc.api('POST', '/api/agents', {

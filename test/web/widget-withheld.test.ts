@@ -13,7 +13,7 @@ import { createWebchatIntegration } from '../support/webchat.js';
  */
 const svc = await startTestService(t, 'widget_withheld', { env: { PARTITIONS: '2' } });
 const llm = await startOpenAiStub(t);
-const worker = await startTestWorker(t, svc, { agent: 'builtin', workerId: 'widget-withheld', options: { agentRunner: { cacheTtlMs: 0 } } });
+const worker = await startTestWorker(t, svc, { workerId: 'widget-withheld', options: { agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Promising Shop');
 const agent = await svc.api('POST', '/api/agents', {

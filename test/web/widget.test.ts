@@ -1,22 +1,24 @@
 import { chromium } from 'playwright-core';
 import t from 'tap';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { startSite } from '../support/site.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
-import { echoAgent, eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
+import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, startWebchatGateway } from '../support/webchat.js';
 
 /** The embeddable widget in headless Chromium, on a page of another origin than the gateway. */
 const svc = await startTestService(t, 'widget', { env: { PARTITIONS: '2' } });
 dropNatsPrefixAtEnd(t, svc);
-const worker = await startTestWorker(t, svc, { agent: echoAgent(), workerId: 'widget-1' });
+const worker = await startTestWorker(t, svc, { workerId: 'widget-1' });
 await waitForPartitions([worker], 2);
 const user = await signUp(svc.api, 'Shop Co');
 
 // The customer's site: a page that embeds the script.
 let integrationId = 0;
 const siteUrl = await startSite(t, svc.url, () => integrationId);
-integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl] })).id;
+const model = await startRepeatingModel(t);
+integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl], agentId: await model.createAgent(svc.api, user.token) })).id;
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
