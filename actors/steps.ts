@@ -189,12 +189,13 @@ export class Steps {
       case 'message': {
         const conv = open.get(convKey(step.env.integrationId, step.env.message.clientId)) ?? null;
         const id = ctx.id();
-        if (!isFresh(step.env) || !conv) return { conv, next: NONE };
-        // The conversation answers an earlier message: this one is applied after that answer.
-        if (isAnswering(conv.state)) {
-          plan.dropReceipt({ integration_id: step.env.integrationId, idempotency_key: step.env.idempotencyKey });
+        // The conversation answers a message (this one redelivered, or an earlier one): that answer
+        // is asked again first, and this message is applied (or found applied) after it.
+        if (conv && isAnswering(conv.state)) {
+          if (isFresh(step.env)) plan.dropReceipt({ integration_id: step.env.integrationId, idempotency_key: step.env.idempotencyKey });
           return { conv, next: { kind: 'resume', messageId: conv.snapshot.context.lastCustomerMessageId ?? '' } };
         }
+        if (!isFresh(step.env) || !conv) return { conv, next: NONE };
         return this.#customerMessage(plan, step, conv, id, now, told.has(conv.id), ctx.askLocally);
       }
       case 'status': {
