@@ -2,13 +2,13 @@ import type { AnyEventObject } from 'xstate';
 import type { SqlPool } from '../lib/db.js';
 import { isDataError, sqlState } from '../lib/pg-errors.js';
 import type { Logger } from '../lib/logger.js';
-import { attachActiveTrace } from '../lib/tracing.js';
+import { attachActiveTrace, tracing } from '../lib/tracing.js';
 import { collectedText } from '../machines/conversation.js';
 import type { AgentOutput, AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from './batcher.js';
 import type { FairSlots, Slot } from './fair-slots.js';
 import type { ItemResult, Lane } from './lanes.js';
-import { sleep } from './limit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isAnswering, type Steps } from './steps.js';
 import type { ConversationRow } from './tables/conversations.js';
 import { countAnswerAttempts, messageText } from './tables/messages.js';
@@ -191,7 +191,7 @@ export class Answers {
     for (let attempt = 1; ; attempt++) {
       try {
         const step = { kind: 'answer' as const, companyId: conv.company_id, conversationId: conv.id, messageId, event };
-        attachActiveTrace(step);
+        if (tracing.enabled) attachActiveTrace(step);
         await this.#deps.steps.submit(step);
         return null;
       } catch (err) {

@@ -3,8 +3,8 @@ import type { Logger } from '../lib/logger.js';
 import type { StreamNames } from '../lib/streams.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { ConversationHost } from './host.js';
-import { sleep } from './limit.js';
-import { attachTrace, contextOf, extractTraceContext, failSpan, NO_PARENT, SpanKind, startSpan } from '../lib/tracing.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { attachTrace, contextOf, extractTraceContext, failSpan, NO_PARENT, SpanKind, startSpan, tracing } from '../lib/tracing.js';
 
 /**
  * One durable pull consumer per partition (nats-server 2.9: one filter subject each).
@@ -199,7 +199,7 @@ export class PartitionConsumer {
     }
     this.#intake.take();
     // The envelope's span, child of the publisher's (the `traceparent` header), until its ack or nak.
-    const span = startSpan('inbound process', {
+    const span = !tracing.enabled ? undefined : startSpan('inbound process', {
       kind: SpanKind.CONSUMER,
       parent: extractTraceContext(m.headers) ?? NO_PARENT,
       attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'mas.partition': this.partition, 'mas.company_id': env.companyId, 'mas.redelivered': m.redelivered },
@@ -214,7 +214,7 @@ export class PartitionConsumer {
       },
       (err: unknown) => {
         m.nak(1000);
-        failSpan(span, err);
+        if (span) failSpan(span, err);
         span?.end();
       },
     );

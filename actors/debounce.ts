@@ -1,6 +1,6 @@
 import type { SqlPool } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import { sleep } from './limit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ItemResult } from './lanes.js';
 import { isAnswering, isCollecting } from './steps.js';
 import { conversationsWithDeadlines, type ConversationRow } from './tables/conversations.js';

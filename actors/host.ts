@@ -5,14 +5,14 @@ import { conversationKey, conversationKeyOf, type InboundPublisher } from '../li
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import type { StreamNames } from '../lib/streams.js';
-import { attachActiveTrace, inContext, traceOf, tracingEnabled } from '../lib/tracing.js';
+import { attachActiveTrace, inContext, traceOf, tracing } from '../lib/tracing.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentRunner } from './agents/types.js';
 import { Answers } from './answers.js';
 import { DebounceTimers, type DueDeadline } from './debounce.js';
 import { FairSlots } from './fair-slots.js';
 import { Lanes, type Applied, type ItemResult, type Lane } from './lanes.js';
-import { sleep } from './limit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Steps, type Step, type StepResult, type StepsDeps } from './steps.js';
 import { conversationIdByRef } from './tables/conversations.js';
 import { recordReceipt } from './tables/receipts.js';
@@ -88,7 +88,7 @@ export class ConversationHost {
     });
     this.#debounce = new DebounceTimers({
       sql: deps.sql, logger: deps.logger, now, closed,
-      owns: (p) => (deps.epochOf ? deps.epochOf(p) !== null : true),
+      owns: (p) => (deps.leases ? deps.leases.epochOf(p) !== null : true),
       onDue: (due) => this.#lanes.run(conversationKey(due.integrationId, due.clientId), (lane) => this.#deadline(lane, due)),
     });
   }
@@ -122,7 +122,7 @@ export class ConversationHost {
   submit(partition: number, env: InboundEnvelope): Promise<ItemResult> {
     // Applied in the envelope's trace (lib/tracing.ts), so what it causes is traced under it.
     const apply = (lane: Lane) => this.#apply(lane, partition, env);
-    return this.#lanes.run(conversationKeyOf(env), tracingEnabled() ? (lane) => inContext(traceOf(env), () => apply(lane)) : apply);
+    return this.#lanes.run(conversationKeyOf(env), tracing.enabled ? (lane) => inContext(traceOf(env), () => apply(lane)) : apply);
   }
 
   async #apply(lane: Lane, partition: number, env: InboundEnvelope): Promise<Applied> {

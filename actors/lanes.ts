@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/logger.js';
-import { sleep } from './limit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Lanes: one per conversation key (lib/inbound.ts `conversationKeyOf`). A lane's tasks run one

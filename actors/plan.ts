@@ -2,7 +2,7 @@ import type { AnyEventObject } from 'xstate';
 import { conversationView, DEFAULT_HANDOFF_TEXT, messageView, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
 import { query, type SqlClient } from '../lib/db.js';
 import { moveLeadToStage } from '../lib/leads.js';
-import { attachTrace, traceOf, tracingEnabled, type Context } from '../lib/tracing.js';
+import { attachTrace, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { statusOf, stepConversation, type HostAction } from '../machines/conversation.js';
 import type { OutboxKind } from '../schema/conversation-entities.js';
 import type { AgentReplyParams, ConversationEvent, LeadStageParams, SessionTransferExternalParams } from '../schema/conversation.js';
@@ -34,7 +34,7 @@ export interface CompanyNotice {
  */
 export interface DirectSending {
   claimMs: number;
-  epochOf: (partition: number) => number | null;
+  leases: { epochOf(partition: number): number | null };
 }
 
 export interface ConversationChanges {
@@ -316,7 +316,7 @@ export class Plan {
       .filter((m) => m.outboxKind)
       .map((m) => {
         // A transfer needs what the claim reads (the group, the customer message's helpdesk id): never sent directly.
-        const epoch = this.#direct && !seen.has(m.conv.id) && m.outboxKind !== 'helpdesk_transfer' ? this.#direct.epochOf(m.conv.partition) : null;
+        const epoch = this.#direct && !seen.has(m.conv.id) && m.outboxKind !== 'helpdesk_transfer' ? this.#direct.leases.epochOf(m.conv.partition) : null;
         seen.add(m.conv.id);
         return { company_id: m.conv.company_id, conversation_id: m.conv.id, seq: m.row.seq, partition: m.conv.partition, kind: m.outboxKind!, lease_rev: epoch };
       });
@@ -351,7 +351,7 @@ export class Plan {
       m.stored = r ? { ...m.row, id: r.id, delivery_error: null, created_at: new Date(r.created_at) } : null;
     }
     this.claimed = written.claimed.map(sendFromJson);
-    if (tracingEnabled()) {
+    if (tracing.enabled) {
       // The outbox sender's span of a reply joins the trace of the envelope that caused it.
       const convs = new Map([...this.#touched].map((c) => [c.id, c]));
       for (const send of this.claimed) attachTrace(send, traceOf(convs.get(send.conversation_id)!));

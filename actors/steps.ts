@@ -5,7 +5,7 @@ import { partitionOfEnvelope } from '../lib/inbound.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import type { StreamNames } from '../lib/streams.js';
-import { attachTrace, recordSharedSpan, spanClock, traceOf, tracingEnabled, type Context } from '../lib/tracing.js';
+import { attachTrace, recordSharedSpan, spanClock, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
 import { collectedText } from '../machines/conversation.js';
@@ -85,7 +85,7 @@ export interface StepsDeps {
   /** The outbox sender: rows committed already claimed are handed over at once; it is kicked when rows wait for its claim. */
   outbox?: { claimMs: number; handOver(rows: OutboxSend[]): void; kick(): void };
   /** The epoch under which this worker may send for a partition now (actors/partitions.ts), or null. */
-  epochOf?: (partition: number) => number | null;
+  leases?: { epochOf(partition: number): number | null };
   /** Told which companies' credit reservations a commit settled (actors/credit-gate.ts). */
   credit?: { settled(companyIds: Iterable<number>): void };
   /** The clock of debounce deadlines and business hours. */
@@ -134,9 +134,9 @@ export class Steps {
   }
 
   async #commit(steps: Step[]): Promise<StepResult[]> {
-    const { outbox, epochOf } = this.#deps;
-    const plan = new Plan(outbox && epochOf ? { claimMs: outbox.claimMs, epochOf } : null);
-    const started = tracingEnabled() ? spanClock() : 0;
+    const { outbox, leases } = this.#deps;
+    const plan = new Plan(outbox && leases ? { claimMs: outbox.claimMs, leases } : null);
+    const started = tracing.enabled ? spanClock() : 0;
     let out: { results: StepResult[]; settled: AnswerSettlement[] };
     try {
       out = await inTransaction(this.#deps.sql, (client) => this.#apply(client, plan, steps));
@@ -168,7 +168,7 @@ export class Steps {
     let reserved = 0;
     const results = steps.map((step, index): StepResult => {
       const result = this.#stepOne(plan, step, { byId, open, isFresh, now, told, settle, id: () => loaded.ids[reserved++]!, askLocally: (ask) => local.push({ index, ...ask }) });
-      if (result.conv && tracingEnabled()) attachTrace(result.conv, traceOf(envelopeOf(step) ?? step));
+      if (result.conv && tracing.enabled) attachTrace(result.conv, traceOf(envelopeOf(step) ?? step));
       return result;
     });
     if (local.length > 0) {

@@ -92,18 +92,10 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
 
   const consumers = new Map<number, PartitionConsumer>();
-  let leases: PartitionLeases;
-  const leaseView = {
-    ownedWithEpochs: () => leases.ownedWithEpochs(),
-    holds: (p: number, epoch: number) => leases.holds(p, epoch),
-  };
-  const outbox = new OutboxSender({ sql, nc, names, config, logger, leases: leaseView }, options.outbox);
-  const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
-  const host = new ConversationHost(
-    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox, publisher, epochOf: (p) => leases.epochOf(p), now: deps.now },
-    { maxModelCalls: config.model.maxConcurrency, ...options.host },
-  );
-  leases = new PartitionLeases(
+  // The handlers run from `leases.start()` on, when the host and the outbox sender exist.
+  let host: ConversationHost;
+  let outbox: OutboxSender;
+  const leases = new PartitionLeases(
     nc,
     names,
     config.partitions,
@@ -132,6 +124,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       },
     },
     { replicas: config.natsReplicas, ...options.lease },
+  );
+  outbox = new OutboxSender({ sql, nc, names, config, logger, leases }, options.outbox);
+  const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
+  host = new ConversationHost(
+    { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox, publisher, leases, now: deps.now },
+    { maxModelCalls: config.model.maxConcurrency, ...options.host },
   );
   const registry = deps.registry ?? new Registry();
   metrics = registerWorkerMetrics(registry, {

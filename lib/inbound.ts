@@ -2,7 +2,7 @@ import { jetstream, JetStreamApiError, type JetStreamClient } from '@nats-io/jet
 import { ConnectionError, headers, NoRespondersError, RequestError, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import { partitionOf, type StreamNames } from './streams.js';
-import { injectTraceContext, inSpan, SpanKind, tracingEnabled } from './tracing.js';
+import { injectTraceContext, inSpan, SpanKind, tracing } from './tracing.js';
 
 /**
  * The inbound contract, in one place: which partition an envelope belongs to, and how it is
@@ -112,7 +112,7 @@ export function inboundPublisher(nc: NatsConnection, deps: { names: StreamNames;
         }
         throw new QueueUnavailableError(`JetStream did not take the envelope within ${options.timeoutMs ?? timeoutMs} ms`, { cause: last });
       };
-      if (!tracingEnabled()) return send(undefined);
+      if (!tracing.enabled) return send(undefined);
       // The worker's spans of this envelope become children of this one (the `traceparent` header).
       const attributes = { 'messaging.system': 'nats', 'messaging.destination.name': subject, 'messaging.message.id': msgID, 'mas.company_id': env.companyId, 'mas.partition': partition };
       return inSpan('inbound publish', { kind: SpanKind.PRODUCER, attributes }, async (span) => {

@@ -20,6 +20,15 @@ export type { Context, Span };
 const TRACER_NAME = 'messaging-automation';
 
 let enabled = false;
+/**
+ * Whether spans are recorded, as a field the message path reads before calling anything here:
+ * with tracing off (the default) a webhook or a step does no tracing work at all.
+ */
+export const tracing: { readonly enabled: boolean } = { enabled: false };
+const setEnabled = (on: boolean) => {
+  enabled = on;
+  (tracing as { enabled: boolean }).enabled = on;
+};
 
 export interface TracingOptions {
   serviceName: string;
@@ -46,10 +55,10 @@ export function installTracing(options: TracingOptions): InstalledTracing {
     spanProcessors: [processor],
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
-  enabled = true;
+  setEnabled(true);
   return {
     async shutdown() {
-      enabled = false;
+      setEnabled(false);
       await provider.shutdown();
       trace.disable();
       propagation.disable();

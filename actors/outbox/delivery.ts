@@ -51,7 +51,7 @@ export interface DeliveryDeps {
   config: Pick<Config, 'secretsKeys' | 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
   logger: Logger;
   /** Whether this worker still holds the partition's lease under the row's epoch. */
-  holds: (partition: number, epoch: number) => boolean;
+  leases: { holds(partition: number, epoch: number): boolean };
 }
 
 /** What becomes of a row after an attempt. */
@@ -99,7 +99,7 @@ export class Delivery {
     // Attempts are counted at each claim, so a row whose sends keep dying with their sender
     // (crash after crash) ends here too instead of looping.
     if (row.attempts > this.#o.maxAttempts) return { kind: 'finish', status: 'failed', error: `gave up after ${this.#o.maxAttempts} attempts${row.last_error ? ` (last: ${row.last_error})` : ''}` };
-    if (!this.#deps.holds(row.partition, Number(row.lease_rev))) {
+    if (!this.#deps.leases.holds(row.partition, Number(row.lease_rev))) {
       this.#deps.logger.warn({ outboxId: row.id, partition: row.partition }, "outbox: lease lost before sending; left to the partition's owner");
       return { kind: 'leave' };
     }

@@ -4,7 +4,7 @@ import type { SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
-import { inSpan, NO_PARENT, SpanKind, traceOf, tracingEnabled } from '../../lib/tracing.js';
+import { inSpan, NO_PARENT, SpanKind, traceOf, tracing } from '../../lib/tracing.js';
 import { publishWebchatPush } from '../../lib/webchat-pushes.js';
 import { Batcher } from '../batcher.js';
 import type { OwnedPartition } from '../partitions.js';
@@ -71,7 +71,7 @@ export class OutboxSender {
     this.#deps = deps;
     this.#o = { pollMs: options.pollMs ?? 500, batch: options.batch ?? 128, maxInFlight: options.maxInFlight ?? 256, claimMs: options.claimMs ?? 30_000 };
     this.#delivery = new Delivery(
-      { sql: deps.sql, config: deps.config, logger: deps.logger, holds: (p, epoch) => deps.leases.holds(p, epoch) },
+      { sql: deps.sql, config: deps.config, logger: deps.logger, leases: deps.leases },
       {
         maxAttempts: options.maxAttempts ?? 10,
         baseBackoffMs: options.baseBackoffMs ?? 500,
@@ -191,7 +191,7 @@ export class OutboxSender {
 
   /** One delivery attempt of a row, as a span of the trace that produced the reply (a row claimed after a crash starts its own). */
   #send(row: OutboxSend): Promise<void> {
-    if (!tracingEnabled()) return this.#attempt(row);
+    if (!tracing.enabled) return this.#attempt(row);
     const attributes = { 'mas.outbox_id': row.id, 'mas.outbox_kind': row.kind, 'mas.attempt': row.attempts, 'mas.uncertain': row.uncertain, 'mas.conversation_id': row.conversation_id };
     return inSpan(`${row.channel} send`, { kind: SpanKind.CLIENT, parent: traceOf(row) ?? NO_PARENT, attributes }, () => this.#attempt(row));
   }

@@ -114,18 +114,18 @@ export interface NewConversation {
  */
 export async function openConversations(c: SqlClient, list: NewConversation[]): Promise<ConversationRow[]> {
   if (list.length === 0) return [];
-  const snapshot = initialConversationSnapshot();
-  const rows = list.map((n) => ({ ...n, status: statusOf(snapshot.value), state: snapshot.value, snapshot }));
-  return query<ConversationRow>(
-    c,
-    'conv_open_many',
-    `with v as (select * from ${conversations.recordset('$1', 'v', OPENED)}),
-     l as (${insertLeadsFrom('v')})
-     insert into conversations (${conversations.list('', OPENED)}) select ${conversations.list('', OPENED)} from v
-     returning *`,
-    [JSON.stringify(rows)],
-  );
+  return query<ConversationRow>(c, 'conv_open_many', OPEN_SQL, [JSON.stringify(list.map((n) => ({ ...n, ...OPENED_AS })))]);
 }
+
+/** A new session's machine (its stored snapshot is sent as JSON: one object serves every row). */
+const INITIAL = initialConversationSnapshot();
+const OPENED_AS = { status: statusOf(INITIAL.value), state: INITIAL.value, snapshot: INITIAL };
+
+const OPEN_SQL = `
+  with v as (select * from ${conversations.recordset('$1', 'v', OPENED)}),
+  l as (${insertLeadsFrom('v')})
+  insert into conversations (${conversations.list('', OPENED)}) select ${conversations.list('', OPENED)} from v
+  returning *`;
 
 /** The latest session of the integration that saw this request_id (or dialog_id); optionally only that client's. */
 export async function conversationIdByRef(c: SqlClient, integrationId: number, requestId: number | null, dialogId: number | null, clientId: string | null): Promise<{ id: number; client_id: string; partition: number } | null> {

@@ -9,7 +9,7 @@ import { traceIdOf, type Span } from '../../lib/tracing.js';
  */
 export function requestTraceId(span?: Span): string {
   // A v4 UUID's digits: random, never all zeros (W3C), and spelled back into the same UUID.
-  return traceIdOf(span) ?? randomUUID().replaceAll('-', '');
+  return (span && traceIdOf(span)) || randomUUID().replaceAll('-', '');
 }
 
 /** The request id of a trace id: its 32 digits as a UUID (8-4-4-4-12). */

@@ -9,7 +9,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import { mayNeedStorable, storable } from '../../lib/text.js';
 import { EnvelopeTooLargeError, inboundPublisher } from '../../lib/inbound.js';
 import { streamNames, type StreamNames } from '../../lib/streams.js';
-import { failSpan, SpanKind, startSpan, withSpan } from '../../lib/tracing.js';
+import { failSpan, SpanKind, startSpan, tracing, withSpan } from '../../lib/tracing.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
@@ -275,7 +275,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     // labels stay a bounded set whatever paths clients invent.
     const route = Object.hasOwn(CONNECTORS, m[1]!) ? `/api/webhook/${m[1]}/:id` : null;
     // A new trace per webhook: a traceparent sent by the outside world is not trusted as our parent.
-    const span = startSpan(`POST ${route ?? UNMATCHED_ROUTE}`, {
+    const span = !tracing.enabled ? undefined : startSpan(`POST ${route ?? UNMATCHED_ROUTE}`, {
       kind: SpanKind.SERVER,
       attributes: { 'http.request.method': 'POST', 'url.path': path, ...(route ? { 'http.route': route } : {}), ...(ROW_ID.test(m[2]!) ? { 'mas.integration_id': m[2]! } : {}) },
     });
@@ -289,7 +289,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     }
     // A 404 (unknown connector or integration) names no route: the path is whatever was sent.
     observeOnClose(res, { method: 'POST', started, traceId }, () => (res.statusCode === 404 ? null : route), deps.observe);
-    withSpan(span, () => receive(req, res, m[1]!, m[2]!)).catch((err: unknown) => {
+    (span ? withSpan(span, () => receive(req, res, m[1]!, m[2]!)) : receive(req, res, m[1]!, m[2]!)).catch((err: unknown) => {
       if (span && !(err instanceof AppError)) failSpan(span, err);
       if (res.headersSent) return void res.destroy();
       if (err instanceof AppError) return writeError(res, err);
