@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { Request } from 'express';
 import { DEFAULT_FALLBACK_TEXT, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
 import { hoursProblems, WEEKDAYS, type BusinessHours } from '../../lib/agents/hours.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
@@ -7,11 +7,10 @@ import { formatUsd } from '../../lib/money.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
-import type { Authenticator } from '../auth/authenticate.js';
 import type { Config } from '../../lib/config.js';
 import { withinQuota } from '../../lib/quotas.js';
-import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { BOOLEAN, EXAMPLE_TIME, FRACTION, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam, USD_AMOUNT } from '../http/validate.js';
 
@@ -195,74 +194,105 @@ async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: 
 
 type AgentConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
 
-export function agentRoutes(auth: Authenticator, secrets: SecretBox, config: AgentConfig): Router {
-  const router = Router();
-  router.use(auth.any);
+/** The agent the path names (`:id`), with its sealed model key; 404 when the company has none such. */
+export async function loadAgent(tenant: TenantScope, rawId: unknown): Promise<Agent> {
+  const agent = await tenant.em.findOne(AgentSchema, { id: idParam(rawId, 'Agent') }, { populate: ['modelApiKeySealed'] });
+  if (!agent) throw notFound('Agent');
+  return agent;
+}
 
-  router.get('/', async (req, res) => {
-    const page = pageParams(req.query as Record<string, unknown>);
-    const [agents, total] = await req.tenant!.em.findAndCount(AgentSchema, {}, { orderBy: { id: 'asc' }, populate: ['modelApiKeySealed'], ...page });
-    res.json({ agents: agents.map(agentView), total, ...page });
-  });
-
-  router.post('/', async (req, res) => {
-    const body = createBody(req.body);
-    const tenant = req.tenant!;
-    await checkKnowledgeBase(tenant, body.knowledgeBaseId);
-    const now = new Date();
-    const agent = tenant.em.create(AgentSchema, {
-      companyId: tenant.companyId, name: body.name.trim(), systemPrompt: body.systemPrompt ?? '', modelProvider: 'builtin',
-      modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null, modelMaxConcurrency: null,
-      knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
-      onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null, greeting: body.greeting?.trim() ?? null,
-      relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
-      debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
-      createdAt: now, updatedAt: now,
-    } as never);
-    await applyModel(agent, body.model, secrets, config);
-    const quota = { companyId: tenant.companyId, field: 'agents', limit: config.quotas.agents, entity: AgentSchema };
-    await withinQuota(tenant.em, quota, () => tenant.em.flush());
-    res.status(201).json({ agent: agentView(agent) });
-  });
-
-  const load = async (tenant: TenantScope, rawId: unknown) => {
-    const agent = await tenant.em.findOne(AgentSchema, { id: idParam(rawId, 'Agent') }, { populate: ['modelApiKeySealed'] });
-    if (!agent) throw notFound('Agent');
-    return agent;
-  };
-
-  router.get('/:id', async (req, res) => {
-    res.json({ agent: agentView(await load(req.tenant!, req.params.id)) });
-  });
-
-  router.patch('/:id', async (req, res) => {
-    const tenant = req.tenant!;
-    const agent = await load(tenant, req.params.id);
-    const body = patchBody(req.body);
-    await checkKnowledgeBase(tenant, body.knowledgeBaseId);
-    if (body.name !== undefined) agent.name = body.name.trim();
-    if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
-    if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
-    if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
-    if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
-    if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
-    if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
-    if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
-    if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
-    if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
-    if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
-    await applyModel(agent, body.model, secrets, config);
-    agent.updatedAt = new Date();
-    await tenant.em.flush();
-    res.json({ agent: agentView(agent) });
-  });
-
-  router.delete('/:id', async (req, res) => {
-    const n = await req.tenant!.em.nativeDelete(AgentSchema, { id: idParam(req.params.id, 'Agent') });
-    if (n === 0) throw notFound('Agent');
-    res.status(204).end();
-  });
-  return router;
+/** `/api/agents`: every route needs a company credential (gateway/app.ts mounts them so). */
+export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly Route[] {
+  const load = (req: Request) => loadAgent(req.tenant!, req.params.id);
+  return [
+    defineRoute({
+      method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
+      summary: "The company's agents, oldest first, paged",
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of agents.', schema: pageOf('agents', AGENT_SCHEMA), example: examplePage('agents', EXAMPLE_AGENT) } },
+      errors: { VALIDATION_ERROR: BAD_PAGE },
+      handler: async ({ req, res, query: page }) => {
+        const [agents, total] = await req.tenant!.em.findAndCount(AgentSchema, {}, { orderBy: { id: 'asc' }, populate: ['modelApiKeySealed'], ...page });
+        res.json({ agents: agents.map(agentView), total, ...page });
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/', operationId: 'createAgent', tag: 'Agents', access: 'any',
+      summary: 'Create an agent (builtin answers from its knowledge base; openai calls any OpenAI-compatible server)',
+      body: { validators: [createBody], example: { name: 'Support', systemPrompt: 'Be brief.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-example' } } },
+      responses: { 201: { description: 'The new agent (`apiKey` is write-only: `hasApiKey` says whether one is stored).', ...ONE_AGENT } },
+      errors: { VALIDATION_ERROR: BAD_AGENT, QUOTA_EXCEEDED: 'the company has QUOTA_AGENTS agents (100 by default)' },
+      handler: async ({ req, res, body }) => {
+        const tenant = req.tenant!;
+        await checkKnowledgeBase(tenant, body.knowledgeBaseId);
+        const now = new Date();
+        const agent = tenant.em.create(AgentSchema, {
+          companyId: tenant.companyId, name: body.name.trim(), systemPrompt: body.systemPrompt ?? '', modelProvider: 'builtin',
+          modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null, modelMaxConcurrency: null,
+          knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
+          onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null, greeting: body.greeting?.trim() ?? null,
+          relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+          debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
+          createdAt: now, updatedAt: now,
+        } as never);
+        await applyModel(agent, body.model, secrets, config);
+        const quota = { companyId: tenant.companyId, field: 'agents', limit: config.quotas.agents, entity: AgentSchema };
+        await withinQuota(tenant.em, quota, () => tenant.em.flush());
+        res.status(201).json({ agent: agentView(agent) });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/:id', operationId: 'getAgent', tag: 'Agents', access: 'any',
+      summary: 'One agent',
+      params: [AGENT_ID],
+      responses: { 200: { description: 'The agent.', ...ONE_AGENT } },
+      errors: { NOT_FOUND: 'no such agent' },
+      load,
+      handler: ({ res, loaded: agent }) => {
+        res.json({ agent: agentView(agent) });
+      },
+    }),
+    defineRoute({
+      method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
+      summary: 'Change an agent (only the fields sent; null restores a default)',
+      params: [AGENT_ID],
+      body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
+      responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
+      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
+      load,
+      handler: async ({ req, res, loaded: agent, body }) => {
+        const tenant = req.tenant!;
+        await checkKnowledgeBase(tenant, body.knowledgeBaseId);
+        if (body.name !== undefined) agent.name = body.name.trim();
+        if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
+        if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
+        if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
+        if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
+        if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
+        if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
+        if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
+        if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
+        if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
+        if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
+        await applyModel(agent, body.model, secrets, config);
+        agent.updatedAt = new Date();
+        await tenant.em.flush();
+        res.json({ agent: agentView(agent) });
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', path: '/:id', operationId: 'deleteAgent', tag: 'Agents', access: 'any',
+      summary: 'Delete an agent',
+      params: [AGENT_ID],
+      responses: { 204: { description: 'Deleted.' } },
+      errors: { NOT_FOUND: 'no such agent' },
+      handler: async ({ req, res }) => {
+        const n = await req.tenant!.em.nativeDelete(AgentSchema, { id: idParam(req.params.id, 'Agent') });
+        if (n === 0) throw notFound('Agent');
+        res.status(204).end();
+      },
+    }),
+  ];
 }
 
 /** What agentView answers. */
@@ -313,42 +343,3 @@ const EXAMPLE_AGENT = {
 const ONE_AGENT = { schema: object({ agent: AGENT_SCHEMA }), example: { agent: EXAMPLE_AGENT } };
 const BAD_AGENT = 'a bad field (hours: an unknown time zone, a bad range or date), an unknown knowledgeBaseId, provider openai without model.name or model.baseUrl, a model.baseUrl at a private address, or a new model.baseUrl without model.apiKey';
 const AGENT_ID = idPathParam('agent');
-
-export const agentRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
-    summary: "The company's agents, oldest first, paged",
-    params: PAGE_PARAMS,
-    responses: { 200: { description: 'A page of agents.', schema: pageOf('agents', AGENT_SCHEMA), example: examplePage('agents', EXAMPLE_AGENT) } },
-    errors: { VALIDATION_ERROR: BAD_PAGE },
-  },
-  {
-    method: 'POST', path: '/', operationId: 'createAgent', tag: 'Agents', access: 'any',
-    summary: 'Create an agent (builtin answers from its knowledge base; openai calls any OpenAI-compatible server)',
-    body: { validators: [createBody], example: { name: 'Support', systemPrompt: 'Be brief.', model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-example' } } },
-    responses: { 201: { description: 'The new agent (`apiKey` is write-only: `hasApiKey` says whether one is stored).', ...ONE_AGENT } },
-    errors: { VALIDATION_ERROR: BAD_AGENT, QUOTA_EXCEEDED: 'the company has QUOTA_AGENTS agents (100 by default)' },
-  },
-  {
-    method: 'GET', path: '/:id', operationId: 'getAgent', tag: 'Agents', access: 'any',
-    summary: 'One agent',
-    params: [AGENT_ID],
-    responses: { 200: { description: 'The agent.', ...ONE_AGENT } },
-    errors: { NOT_FOUND: 'no such agent' },
-  },
-  {
-    method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
-    summary: 'Change an agent (only the fields sent; null restores a default)',
-    params: [AGENT_ID],
-    body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
-    responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
-    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
-  },
-  {
-    method: 'DELETE', path: '/:id', operationId: 'deleteAgent', tag: 'Agents', access: 'any',
-    summary: 'Delete an agent',
-    params: [AGENT_ID],
-    responses: { 204: { description: 'Deleted.' } },
-    errors: { NOT_FOUND: 'no such agent' },
-  },
-];
