@@ -43,7 +43,10 @@ export interface RouteInput<L, Q, B> {
  * parser, the body validator, then `handler`, which answers.
  */
 export interface RouteDeclaration<L = unknown, Q = unknown, B = unknown> extends Omit<RouteDoc, 'params' | 'body'> {
-  /** Path and header parameters (path ids are read with idParam by `load` or the handler). */
+  /**
+   * Parameters documented but read by `load` or the handler: path ids (idParam), headers, and
+   * a query that must be read at a moment of the handler's own (after a rate limit's slot).
+   */
   params?: readonly ParamDoc[];
   query?: QueryParams<Q>;
   body?: RouteBody<B>;
@@ -62,7 +65,7 @@ export type Route = RouteDeclaration;
 export const defineRoute = <L = undefined, Q = undefined, B = undefined>(route: RouteDeclaration<L, Q, B>): Route => route;
 
 /** The doc of a declared route, as the OpenAPI document reads it. */
-export function routeDoc(route: Route): RouteDoc {
+function routeDoc(route: Route): RouteDoc {
   const { params = [], query, body, load: _load, handler: _handler, ...doc } = route;
   const allParams = [...params, ...(query?.params ?? [])];
   return {
