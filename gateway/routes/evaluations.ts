@@ -12,7 +12,8 @@ import { AgentEvaluationSchema, type AgentEvaluation } from '../../schema/entiti
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
-import { bodyValidator, idPathParam, type BodyValidator } from '../http/validate.js';
+import { bodyValidator, type BodyValidator } from '../http/validate.js';
+import { AGENT_ID } from './agent-schemas.js';
 import { loadAgent } from './agents.js';
 
 /**
@@ -194,4 +195,3 @@ const EXAMPLE_EVALUATION = {
   ],
   createdAt: EXAMPLE_TIME,
 };
-const AGENT_ID = idPathParam('agent');

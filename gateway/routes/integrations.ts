@@ -10,58 +10,25 @@ import { withinQuota } from '../../lib/quotas.js';
 import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
-import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
-import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
-import { probeRegion, regionOfUrl, regionUrl, registerHelpdeskWebhook, upstreamText, WebhookRegistrationError, type HelpdeskRegion } from '../integrations/helpdesk-account.js';
-import { activityOf, readWebhookActivity, SIGNATURE_FAILURE_TEXT, webhookStatusOf, type WebhookActivityView } from '../webhook/activity.js';
+import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
+import { idParam } from '../http/validate.js';
+import { registerHelpdeskWebhook, resolveHelpdeskUrl, upstreamText, WebhookRegistrationError } from '../integrations/helpdesk-account.js';
+import { activityOf, readWebhookActivity } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
-
-/**
- * Integrations (contract.md § Integrations, § Chat2Desk as it is): CRUD, secret rotation,
- * helpdesk region choice and webhook registration. The webhook secret is shown only by
- * create and rotate-secret; a secret the helpdesk issued can be set (`PATCH {webhookSecret}`,
- * write-only); the helpdesk token is write-only. Every view says how its webhooks fare
- * (`lastWebhookAt`, `signatureFailuresLastHour`, `lastSignatureFailure`, `webhookStatus`),
- * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
- * every gateway's webhook cache drops the integration.
- */
-interface IntegrationInput {
-  name?: string;
-  agentId?: number;
-  active?: boolean;
-  apiUrl?: string | null;
-  apiToken?: string | null;
-  region?: HelpdeskRegion;
-  allowedOrigins?: string[];
-  webhookSecret?: string;
-  /** Helpdesk: the operator group a handed-off dialog is transferred to; null: no transfer. */
-  handoffGroupId?: number | null;
-}
-
-const properties = {
-  name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
-  agentId: { type: 'integer', minimum: 1, maximum: 2_147_483_647 },
-  active: { type: 'boolean' },
-  apiUrl: { type: ['string', 'null'], format: 'uri', pattern: '^https?://', maxLength: 2000 },
-  apiToken: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
-  region: { type: 'string', enum: ['global', 'europe'] },
-  allowedOrigins: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 500 } },
-  handoffGroupId: { type: ['integer', 'null'], minimum: 1, maximum: 2_147_483_647 },
-};
-const createBody = bodyValidator<IntegrationInput & { type: IntegrationType; name: string; agentId: number }>({
-  title: 'IntegrationCreate',
-  type: 'object',
-  additionalProperties: false,
-  required: ['type', 'name', 'agentId'],
-  properties: { type: { type: 'string', enum: ['helpdesk', 'webchat'] }, ...properties },
-});
-const patchBody = bodyValidator<IntegrationInput>({
-  title: 'IntegrationPatch',
-  type: 'object',
-  additionalProperties: false,
-  // A secret the helpdesk issued, used as it was copied (the HMAC key is its UTF-8 bytes).
-  properties: { ...properties, webhookSecret: { type: 'string', minLength: 16, maxLength: 512, pattern: '^\\S+$' } },
-});
+import {
+  BAD_INTEGRATION,
+  createBody,
+  EXAMPLE_INTEGRATION,
+  INTEGRATION,
+  INTEGRATION_ID,
+  integrationView,
+  NO_INTEGRATION,
+  ONE_INTEGRATION,
+  ONE_WITH_SECRET,
+  patchBody,
+  PROBE_FAILED,
+  type IntegrationInput,
+} from './integration-schemas.js';
 
 /** 32 random bytes as hex: the shared secret senders key their HMAC with. */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
@@ -105,82 +72,21 @@ export interface IntegrationRoutesDeps {
   now: () => number;
 }
 
-const INTEGRATION_PROPERTIES = {
-  id: ID,
-  type: { type: 'string', enum: ['helpdesk', 'webchat'] },
-  name: STRING,
-  agentId: nullable(ID),
-  active: BOOLEAN,
-  apiUrl: { ...nullable(STRING), description: 'The helpdesk instance (helpdesk only).' },
-  region: nullable({ type: 'string', enum: ['global', 'europe'] }),
-  hasApiToken: { ...BOOLEAN, description: 'Whether a helpdesk token is stored (it is write-only).' },
-  allowedOrigins: { ...arrayOf(STRING), description: 'Webchat: the pages that may open the chat; empty: any.' },
-  handoffGroupId: { ...nullable(ID), description: 'Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to (null: no transfer call).' },
-  webhookUrl: { type: 'string', description: 'PUBLIC_BASE_URL/api/webhook/{type}/{id}' },
-  webhookStatus: { type: 'string', enum: ['pending', 'ok', 'failing'] },
-  webhookRegisteredAt: nullable(TIMESTAMP),
-  lastWebhookAt: { ...nullable(TIMESTAMP), description: 'When the last webhook with a valid signature arrived.' },
-  signatureFailuresLastHour: COUNT,
-  lastSignatureFailure: nullable(object({ at: TIMESTAMP, reason: { type: 'string', enum: Object.keys(SIGNATURE_FAILURE_TEXT) }, message: STRING })),
-  createdAt: TIMESTAMP,
-  updatedAt: TIMESTAMP,
-};
-const INTEGRATION = object(INTEGRATION_PROPERTIES, { title: 'Integration' });
-const WITH_SECRET = object({ ...INTEGRATION_PROPERTIES, webhookSecret: { type: 'string', description: 'The webhook secret (HMAC key): shown by create and rotate-secret only.' } }, { title: 'IntegrationWithSecret' });
-const EXAMPLE_INTEGRATION = {
-  id: 1,
-  type: 'helpdesk',
-  name: 'Chat2Desk',
-  agentId: 1,
-  active: true,
-  apiUrl: 'https://api.chat2desk.com',
-  region: 'global',
-  hasApiToken: true,
-  allowedOrigins: [],
-  handoffGroupId: 7,
-  webhookUrl: 'https://bot.example.com/api/webhook/helpdesk/1',
-  webhookStatus: 'pending',
-  webhookRegisteredAt: null,
-  lastWebhookAt: null,
-  signatureFailuresLastHour: 0,
-  lastSignatureFailure: null,
-  createdAt: EXAMPLE_TIME,
-  updatedAt: EXAMPLE_TIME,
-};
-const EXAMPLE_SECRET = '4f3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e';
-const ONE_INTEGRATION = { schema: object({ integration: INTEGRATION }), example: { integration: EXAMPLE_INTEGRATION } };
-const ONE_WITH_SECRET = { schema: object({ integration: WITH_SECRET }), example: { integration: { ...EXAMPLE_INTEGRATION, webhookSecret: EXAMPLE_SECRET } } };
-const INTEGRATION_ID = idPathParam('integration');
-const BAD_INTEGRATION = "a bad field, a field the type does not use, an unknown agentId, an apiUrl at a private address, an apiUrl without apiToken, a token neither helpdesk instance accepts, or a new apiUrl or region without the apiToken";
-const PROBE_FAILED = 'the helpdesk instances could not be asked whether they know the token';
-const NO_INTEGRATION = 'no such integration';
-
+/**
+ * Integrations (contract.md § Integrations, § Chat2Desk as it is): CRUD, secret rotation,
+ * helpdesk region choice and webhook registration. The webhook secret is shown only by
+ * create and rotate-secret; a secret the helpdesk issued can be set (`PATCH {webhookSecret}`,
+ * write-only); the helpdesk token is write-only. Every view says how its webhooks fare
+ * (`lastWebhookAt`, `signatureFailuresLastHour`, `lastSignatureFailure`, `webhookStatus`),
+ * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
+ * every gateway's webhook cache drops the integration.
+ */
 export function integrationRoutes({ config, box, cache, sql, now }: IntegrationRoutesDeps): readonly Route[] {
   const webhookUrl = (i: Integration) => `${config.publicBaseUrl}/api/webhook/${i.type}/${i.id}`;
-  const view = (i: Integration, activity: WebhookActivityView) => ({
-    id: i.id,
-    type: i.type,
-    name: i.name,
-    agentId: i.agentId,
-    active: i.active,
-    apiUrl: i.apiUrl,
-    region: i.region,
-    hasApiToken: i.apiTokenSealed !== null,
-    allowedOrigins: i.allowedOrigins,
-    handoffGroupId: i.handoffGroupId,
-    webhookUrl: webhookUrl(i),
-    webhookStatus: i.type === 'helpdesk' ? webhookStatusOf(i.webhookStatus === 'ok', activity, now()) : i.webhookStatus,
-    webhookRegisteredAt: i.webhookRegisteredAt ? i.webhookRegisteredAt.toISOString() : null,
-    lastWebhookAt: activity.lastWebhookAt,
-    signatureFailuresLastHour: activity.signatureFailuresLastHour,
-    lastSignatureFailure: activity.lastSignatureFailure,
-    createdAt: i.createdAt.toISOString(),
-    updatedAt: i.updatedAt.toISOString(),
-  });
   /** The views of some of a company's integrations, with their webhook activity (one query). */
   const views = async (tenant: TenantScope, rows: Integration[]) => {
     const activity = await readWebhookActivity(sql, tenant.companyId, rows.map((i) => i.id), now());
-    return rows.map((i) => view(i, activityOf(activity, i.id)));
+    return rows.map((i) => integrationView(i, activityOf(activity, i.id), webhookUrl(i), now()));
   };
   const viewOne = async (tenant: TenantScope, i: Integration) => (await views(tenant, [i]))[0]!;
 
@@ -190,23 +96,6 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
     integration.previousSecretExpiresAt = new Date(now() + config.secretGraceSeconds * 1000);
     integration.webhookSecretSealed = box.seal(secret);
   };
-
-  /**
-   * Where the helpdesk account lives. An explicit apiUrl wins; else `region` forces an
-   * instance; else, with a token, both instances are asked. Returns undefined to keep it.
-   */
-  async function resolveApiUrl(body: IntegrationInput, token: string | null, currentUrl: string | null): Promise<{ apiUrl: string | null; region: HelpdeskRegion | null } | undefined> {
-    if (body.apiUrl !== undefined && body.apiUrl !== null) {
-      const apiUrl = body.apiUrl.replace(/\/+$/, '');
-      await assertTenantUrl(config, 'apiUrl', apiUrl);
-      return { apiUrl, region: body.region ?? regionOfUrl(config, apiUrl) };
-    }
-    if (body.region) return { apiUrl: regionUrl(config, body.region), region: body.region };
-    // An explicit null clears it (the stored token is kept, and not used to find an instance again).
-    if (body.apiUrl === null) return { apiUrl: null, region: null };
-    if (currentUrl === null && token) return probeRegion(config, token);
-    return undefined;
-  }
 
   const load = async (tenant: TenantScope, rawId: unknown, withSecret = false): Promise<Integration> => {
     const populate = withSecret ? (['apiTokenSealed', 'webhookSecretSealed'] as const) : (['apiTokenSealed'] as const);
@@ -239,7 +128,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
         checkFieldsFitType(body.type, body);
         await checkAgent(tenant, body.agentId);
         const token = body.apiToken ?? null;
-        const where = body.type === 'helpdesk' ? await resolveApiUrl(body, token, null) : undefined;
+        const where = body.type === 'helpdesk' ? await resolveHelpdeskUrl(config, body, token, null) : undefined;
         checkTokenWithUrl(where?.apiUrl ?? null, token !== null);
         const secret = newWebhookSecret();
         const at = new Date();
@@ -297,7 +186,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
           // Only a change of where or who asks for a new answer; otherwise keep the stored one.
           const asks = body.apiUrl !== undefined || body.region !== undefined || (body.apiToken && !integration.apiUrl);
           const storedToken = () => (integration.apiTokenSealed ? box.open(integration.apiTokenSealed) : null);
-          const where = asks ? await resolveApiUrl(body, body.apiToken !== undefined ? body.apiToken : storedToken(), integration.apiUrl) : undefined;
+          const where = asks ? await resolveHelpdeskUrl(config, body, body.apiToken !== undefined ? body.apiToken : storedToken(), integration.apiUrl) : undefined;
           if (where) {
             // A stolen API token must not steer the stored helpdesk token to a listener of its choice.
             if (where.apiUrl !== integration.apiUrl && where.apiUrl !== null && integration.apiTokenSealed && body.apiToken === undefined) {
