@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express } from 'express';
 import helmet from 'helmet';
 import type { Registry } from 'prom-client';
 import type { Config } from '../lib/config.js';
@@ -20,30 +20,31 @@ import { jsonBodyOnly } from './http/json-body.js';
 import { accessLog } from './http/access-log.js';
 import { createMetrics } from './http/metrics.js';
 import { buildOpenApiDocument } from './http/openapi.js';
-import { RouteDocs, type RouteDoc } from './http/route-docs.js';
+import type { RouteDoc } from './http/route-docs.js';
+import { AppRoutes } from './http/route.js';
 import { observeRequests, type RequestObserver } from './http/request-observer.js';
 import { RouteTable } from './http/route-table.js';
 import { secureRequestRule } from './http/secure-request.js';
 import { storableQuery } from './http/validate.js';
-import { agentRouteDocs, agentRoutes } from './routes/agents.js';
-import { analyticsRouteDocs, analyticsRoutes } from './routes/analytics.js';
-import { apiDocsRouteDocs, apiDocsRoutes } from './routes/api-docs.js';
-import { apiTokenRouteDocs, apiTokenRoutes } from './routes/api-tokens.js';
-import { authRouteDocs, authRoutes } from './routes/auth.js';
-import { billingRouteDocs, billingRoutes } from './routes/billing.js';
-import { conversationRouteDocs, conversationRoutes } from './routes/conversations.js';
-import { dashboardRouteDocs, dashboardRoutes } from './routes/dashboard.js';
-import { healthRouteDocs, healthRoutes } from './routes/health.js';
-import { integrationRouteDocs, integrationRoutes } from './routes/integrations.js';
-import { leadRouteDocs, leadRoutes } from './routes/leads.js';
+import { agentRoutes } from './routes/agents.js';
+import { analyticsRoutes } from './routes/analytics.js';
+import { apiDocsRoutes } from './routes/api-docs.js';
+import { apiTokenRoutes } from './routes/api-tokens.js';
+import { authRoutes } from './routes/auth.js';
+import { billingRoutes } from './routes/billing.js';
+import { conversationRoutes } from './routes/conversations.js';
+import { dashboard } from './routes/dashboard.js';
+import { healthRoutes, metricsGuard } from './routes/health.js';
+import { integrationRoutes } from './routes/integrations.js';
+import { leadRoutes } from './routes/leads.js';
 import type { WebhookActivityOptions } from './webhook/activity.js';
-import { webhookIngress, webhookPostRouteDoc, webhookRouteDocs } from './webhook/ingress.js';
+import { webhookIngress, webhookPostRouteDoc } from './webhook/ingress.js';
 import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/server.js';
 import { widgetRouteDocs, widgetRoutes } from './webchat/widget-route.js';
 import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
-import { evaluationRouteDocs, evaluationRoutes } from './routes/evaluations.js';
-import { knowledgeBodyParser, knowledgeRouteDocs, knowledgeRoutes } from './routes/knowledge.js';
-import { knowledgeGapRouteDocs, knowledgeGapRoutes } from './routes/knowledge-gaps.js';
+import { evaluationRoutes } from './routes/evaluations.js';
+import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
+import { knowledgeGapRoutes } from './routes/knowledge-gaps.js';
 
 export interface GatewayDeps {
   config: Config;
@@ -113,13 +114,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   const isSecure = secureRequestRule(app);
-  const routes = RouteTable.of(app);
-  // Every router is mounted with its docs under the same prefix: the OpenAPI document is built from them.
-  const routeDocs = new RouteDocs();
-  const mount = (prefix: string, router: RequestHandler, docs: readonly RouteDoc[]) => {
-    app.use(prefix, router);
-    routeDocs.add(prefix, docs);
-  };
+  const routeTable = RouteTable.of(app);
+  // Every route is mounted with its doc under the same prefix: the OpenAPI document is built from them.
+  const routes = new AppRoutes(app, { ...auth, metrics: metricsGuard(config.metricsToken) });
   const metrics = createMetrics(deps.registry);
   const logRequest = accessLog(logger);
   // Every request, express's or the webhook fast path's, is timed and logged under one route name.
@@ -127,9 +124,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     metrics.record(request);
     logRequest(request);
   };
-  app.use(observeRequests((method, path) => routes.match(method, path), observeRequest));
+  app.use(observeRequests((method, path) => routeTable.match(method, path), observeRequest));
   app.use(helmet({ contentSecurityPolicy: false }));
-  mount('/', healthRoutes({ orm: messages.orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }), healthRouteDocs);
+  routes.mount('/', healthRoutes({ orm: messages.orm, nc: deps.nc, registry: metrics.registry, metricsToken: config.metricsToken, names: streamNames(config.natsPrefix), natsReplicas: config.natsReplicas }));
   app.use('/api', apiPolicy({ enforceHttps: config.enforceHttps, isSecure }));
   // A query string holding U+0000 or an unpaired surrogate: 400 naming the parameter, on every
   // express route under /api (bodies: their validators; webhook POSTs never reach express).
@@ -144,31 +141,28 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // The webchat socket checks integrations through the same cache (and its NATS invalidation).
   // Upgrades are logged, not timed: a socket's handshake is not a request of the latency histogram.
   const webchat = new WebchatServer({ config, sql: messages.sql, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
-  mount('/api/webhook', webhooks.router, webhookRouteDocs);
-  routeDocs.add('/', SERVER_ROUTE_DOCS, 'server');
-  mount('/', widgetRoutes(), widgetRouteDocs);
+  routes.mount('/api/webhook', webhooks.routes);
+  routes.servedAhead(SERVER_ROUTE_DOCS);
+  // gateway/webchat serves its widget with a router and docs of its own.
+  routes.mountRouter('/', widgetRoutes(), widgetRouteDocs);
 
   app.use('/api/knowledge-bases', knowledgeBodyParser(config)); // documents up to ~1 MB, and a base's synonyms, need more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use('/api', jsonBodyOnly);
-  mount('/api/auth', authRoutes({ orm, config, logger, sessions, auth, now }), authRouteDocs);
-  mount('/api/api-tokens', apiTokenRoutes(auth, config.quotas), apiTokenRouteDocs);
-  mount('/api/agents', agentRoutes(auth, secrets, config), agentRouteDocs);
-  mount('/api/agents', evaluationRoutes({ auth, config, sql, secrets, vectors, logger }), evaluationRouteDocs);
-  mount('/api/integrations', integrationRoutes({ auth, config, box: secrets, cache: webhooks.cache, sql, now }), integrationRouteDocs);
-  mount('/api/knowledge-bases', knowledgeRoutes({ auth, config, sql, secrets, vectors, ingestor, logger }), knowledgeRouteDocs);
-  mount('/api/knowledge-bases', knowledgeGapRoutes({ auth, sql, now }), knowledgeGapRouteDocs);
-  mount('/api', billingRoutes(auth), billingRouteDocs);
-  mount('/api', conversationRoutes({ auth, config, nc: deps.nc, logger, streams }), conversationRouteDocs);
-  mount('/api', leadRoutes({ auth, sql }), leadRouteDocs);
-  mount('/api', analyticsRoutes({ auth, sql, now }), analyticsRouteDocs);
-  // The dashboard's docs join before the document is built; the docs routes describe themselves too.
-  routeDocs.add('/', dashboardRouteDocs);
-  routeDocs.add('/api', apiDocsRouteDocs);
-  app.use('/api', apiDocsRoutes(buildOpenApiDocument(routeDocs.list(), { serverUrl: config.publicBaseUrl })));
-
-  // The dashboard: exactly GET / and /app/<version>/… (after every API route, shadowing none).
-  app.use(dashboardRoutes());
+  routes.mount('/api/auth', authRoutes({ orm, config, logger, sessions, now }));
+  // A company's own prefixes: any path under them needs the credential before it is matched.
+  routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session' });
+  routes.mount('/api/agents', [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger })], { access: 'any' });
+  routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any' });
+  routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger }), ...knowledgeGapRoutes({ sql, now })], { access: 'any' });
+  routes.mount('/api', [...billingRoutes(), ...conversationRoutes({ config, nc: deps.nc, logger, streams }), ...leadRoutes({ sql }), ...analyticsRoutes({ sql, now })]);
+  // The dashboard: exactly GET / and /app/<version>/…, so it shadows no other route.
+  const pages = dashboard();
+  routes.mount('/', pages.routes);
+  app.use('/app/:version', pages.assets);
+  // The docs routes serve the document of every route, themselves included: built once all are mounted.
+  routes.mount('/api', apiDocsRoutes(() => openApiDocument));
+  const openApiDocument = buildOpenApiDocument(routes.docs(), { serverUrl: config.publicBaseUrl });
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   return {

@@ -1,5 +1,6 @@
 import { AppError } from '../../lib/errors.js';
 import type { ParamDoc } from './route-docs.js';
+import type { QueryParams } from './route.js';
 import { arrayOf, COUNT, object, type JsonSchema } from './schemas.js';
 
 /**
@@ -34,6 +35,9 @@ export const PAGE_PARAMS: readonly ParamDoc[] = [
   { name: 'limit', in: 'query', description: `Items per page (1–${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT}).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT } },
   { name: 'offset', in: 'query', description: 'Items to skip (default 0).', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
 ];
+
+/** The page of a list route's query: its documented parameters and their parser. */
+export const PAGE_QUERY: QueryParams<Page> = { params: PAGE_PARAMS, parse: pageParams };
 
 /** The answer of a list: `{"<key>":[…],"total":N,"limit":50,"offset":0}`. */
 export const pageOf = (key: string, item: JsonSchema): JsonSchema => object({ [key]: arrayOf(item), total: COUNT, limit: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT }, offset: COUNT });

@@ -2,8 +2,8 @@ import type { ErrorCode } from '../../lib/errors.js';
 import type { JsonSchema } from './schemas.js';
 
 /**
- * What the OpenAPI document (gateway/http/openapi.ts) says about each route, declared beside
- * the route in its routes file and registered where the router is mounted (gateway/app.ts),
+ * What the OpenAPI document (gateway/http/openapi.ts) says about each route: part of the
+ * route's declaration (gateway/http/route.ts), recorded where it is mounted (gateway/app.ts),
  * so the mount prefix is written once. Request bodies are given as the validators the route
  * runs (their `schema` is what ajv compiled); responses carry real JSON Schemas that the
  * tests check the route's real answers against.
@@ -71,21 +71,4 @@ export interface MountedRouteDoc extends RouteDoc {
   /** The full express path (`/api/agents/:id`). */
   fullPath: string;
   servedBy: ServedBy;
-}
-
-/** `prefix` + `path` as express joins them (listAppRoutes' rule: no trailing slash). */
-const joinPath = (prefix: string, path: string): string => (prefix.replace(/\/+$/, '') + path).replace(/(.)\/+$/, '$1') || '/';
-
-/** The routes' docs of one app, in the order they were mounted. */
-export class RouteDocs {
-  readonly #docs: MountedRouteDoc[] = [];
-
-  /** The docs of a router mounted on the express app at `prefix`. */
-  add(prefix: string, docs: readonly RouteDoc[], servedBy: ServedBy = 'express'): void {
-    for (const doc of docs) this.#docs.push({ ...doc, fullPath: joinPath(prefix, doc.path), servedBy });
-  }
-
-  list(): readonly MountedRouteDoc[] {
-    return this.#docs;
-  }
 }

@@ -2,6 +2,7 @@ import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
 import { HelpdeskClient, HelpdeskError, helpdeskFailureText, type HelpdeskWebhook } from '../../lib/helpdesk-client.js';
+import { assertTenantUrl } from '../http/validate.js';
 
 /**
  * What the integration routes ask the helpdesk (Chat2Desk API v1) on the user's behalf:
@@ -63,6 +64,29 @@ export async function probeRegion(config: Config, token: string): Promise<{ apiU
   }
   const said = regions.map((region, i) => `${region}: ${upstreamText(reasons[i])}`).join('; ');
   throw new AppError('UPSTREAM_ERROR', `Could not check the helpdesk token (${said}).`);
+}
+
+/**
+ * Where the helpdesk account lives, from what an integration's create or change sends. An
+ * explicit apiUrl wins; else `region` forces an instance; else, with a token, both instances
+ * are asked. Returns undefined to keep what is stored.
+ */
+export async function resolveHelpdeskUrl(
+  config: Config,
+  input: { apiUrl?: string | null; region?: HelpdeskRegion },
+  token: string | null,
+  currentUrl: string | null,
+): Promise<{ apiUrl: string | null; region: HelpdeskRegion | null } | undefined> {
+  if (input.apiUrl !== undefined && input.apiUrl !== null) {
+    const apiUrl = input.apiUrl.replace(/\/+$/, '');
+    await assertTenantUrl(config, 'apiUrl', apiUrl);
+    return { apiUrl, region: input.region ?? regionOfUrl(config, apiUrl) };
+  }
+  if (input.region) return { apiUrl: regionUrl(config, input.region), region: input.region };
+  // An explicit null clears it (the stored token is kept, and not used to find an instance again).
+  if (input.apiUrl === null) return { apiUrl: null, region: null };
+  if (currentUrl === null && token) return probeRegion(config, token);
+  return undefined;
 }
 
 /** What we ask for: our URL and name, the events we act on, switched on. */

@@ -1,9 +1,7 @@
-import { Router } from 'express';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
 import { MAX_PERIOD_DAYS, outcomes, REOPEN_WINDOW_DAYS } from '../analytics/outcomes.js';
-import type { Authenticator } from '../auth/authenticate.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, COUNT, DATE_OR_TIME, ID, nullable, object, TIMESTAMP, USD } from '../http/schemas.js';
 import { idFilter } from '../http/validate.js';
 
@@ -14,7 +12,6 @@ import { idFilter } from '../http/validate.js';
  * with a zone (`to` excluded); the period is at most MAX_PERIOD_DAYS days.
  */
 export interface AnalyticsRouteDeps {
-  auth: Authenticator;
   sql: SqlPool;
   /** Injectable clock (ms since epoch): the default `to`. */
   now?: () => number;
@@ -45,30 +42,6 @@ export function parseBound(value: unknown, field: 'from' | 'to', details: FieldE
   return Number.isNaN(at.getTime()) ? bad() : at;
 }
 
-export function analyticsRoutes({ auth, sql, now = Date.now }: AnalyticsRouteDeps): Router {
-  const router = Router();
-
-  router.get('/analytics', auth.any, async (req, res) => {
-    const q = req.query as Record<string, unknown>;
-    const details: FieldError[] = [];
-    const from = parseBound(q.from, 'from', details);
-    const to = parseBound(q.to, 'to', details) ?? (q.to === undefined ? new Date(now()) : undefined);
-    const agentId = idFilter(q, 'agentId', details) ?? null;
-    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
-    const end = to!;
-    const start = from ?? new Date(end.getTime() - DEFAULT_PERIOD_DAYS * DAY_MS);
-    if (end.getTime() <= start.getTime()) {
-      throw new AppError('VALIDATION_ERROR', 'Invalid to.', { details: [{ field: 'to', message: 'must be after from' }] });
-    }
-    if (end.getTime() - start.getTime() > MAX_PERIOD_DAYS * DAY_MS) {
-      throw new AppError('VALIDATION_ERROR', 'Invalid to.', { details: [{ field: 'to', message: `the period from…to must be at most ${MAX_PERIOD_DAYS} days` }] });
-    }
-    res.json({ analytics: await outcomes(sql, { companyId: req.tenant!.companyId, from: start, to: end, agentId }) });
-  });
-
-  return router;
-}
-
 const FIGURES = {
   conversations: { ...COUNT, description: 'Sessions started.' },
   autoResolved: { ...COUNT, description: 'Sessions closed that were never handed to a human and in which no operator wrote.' },
@@ -91,27 +64,55 @@ const ANALYTICS = object(
   { title: 'Analytics' },
 );
 
-export const analyticsRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/analytics', operationId: 'getAnalytics', tag: 'Analytics', access: 'any',
-    summary: "Outcomes of the company's agents over a period, in total and per UTC day",
+/** The period and agent asked for: `to` defaults to now, `from` to DEFAULT_PERIOD_DAYS before `to`. */
+function periodQuery(now: () => number): QueryParams<{ from: Date; to: Date; agentId: number | null }> {
+  return {
     params: [
       { name: 'from', in: 'query', description: `A UTC date (2026-03-01) or an ISO 8601 timestamp with its zone; default ${DEFAULT_PERIOD_DAYS} days before \`to\`.`, schema: DATE_OR_TIME, example: '2026-03-01' },
       { name: 'to', in: 'query', description: 'A UTC date (its whole day included) or an ISO 8601 timestamp with its zone (excluded); default now.', schema: DATE_OR_TIME, example: '2026-03-31' },
       { name: 'agentId', in: 'query', description: "Only this agent's integrations and model calls.", schema: ID },
     ],
-    responses: {
-      200: {
-        description: `The figures (at most ${MAX_PERIOD_DAYS} days).`,
-        schema: object({ analytics: ANALYTICS }),
-        example: {
-          analytics: {
-            from: '2026-03-01T00:00:00.000Z', to: '2026-03-02T00:00:00.000Z', agentId: null, reopenWindowDays: REOPEN_WINDOW_DAYS, ...EXAMPLE_FIGURES,
-            byDay: [{ date: '2026-03-01', ...EXAMPLE_FIGURES }],
+    parse: (q) => {
+      const details: FieldError[] = [];
+      const from = parseBound(q.from, 'from', details);
+      const to = parseBound(q.to, 'to', details) ?? (q.to === undefined ? new Date(now()) : undefined);
+      const agentId = idFilter(q, 'agentId', details) ?? null;
+      if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+      const end = to!;
+      const start = from ?? new Date(end.getTime() - DEFAULT_PERIOD_DAYS * DAY_MS);
+      if (end.getTime() <= start.getTime()) {
+        throw new AppError('VALIDATION_ERROR', 'Invalid to.', { details: [{ field: 'to', message: 'must be after from' }] });
+      }
+      if (end.getTime() - start.getTime() > MAX_PERIOD_DAYS * DAY_MS) {
+        throw new AppError('VALIDATION_ERROR', 'Invalid to.', { details: [{ field: 'to', message: `the period from…to must be at most ${MAX_PERIOD_DAYS} days` }] });
+      }
+      return { from: start, to: end, agentId };
+    },
+  };
+}
+
+export function analyticsRoutes({ sql, now = Date.now }: AnalyticsRouteDeps): readonly Route[] {
+  return [
+    defineRoute({
+      method: 'GET', path: '/analytics', operationId: 'getAnalytics', tag: 'Analytics', access: 'any',
+      summary: "Outcomes of the company's agents over a period, in total and per UTC day",
+      query: periodQuery(now),
+      responses: {
+        200: {
+          description: `The figures (at most ${MAX_PERIOD_DAYS} days).`,
+          schema: object({ analytics: ANALYTICS }),
+          example: {
+            analytics: {
+              from: '2026-03-01T00:00:00.000Z', to: '2026-03-02T00:00:00.000Z', agentId: null, reopenWindowDays: REOPEN_WINDOW_DAYS, ...EXAMPLE_FIGURES,
+              byDay: [{ date: '2026-03-01', ...EXAMPLE_FIGURES }],
+            },
           },
         },
       },
-    },
-    errors: { VALIDATION_ERROR: `a bad from, to or agentId, to not after from, or a period over ${MAX_PERIOD_DAYS} days` },
-  },
-];
+      errors: { VALIDATION_ERROR: `a bad from, to or agentId, to not after from, or a period over ${MAX_PERIOD_DAYS} days` },
+      handler: async ({ req, res, query: { from, to, agentId } }) => {
+        res.json({ analytics: await outcomes(sql, { companyId: req.tenant!.companyId, from, to, agentId }) });
+      },
+    }),
+  ];
+}

@@ -1,13 +1,11 @@
-import { Router } from 'express';
 import type { Quotas } from '../../lib/config.js';
 import { notFound } from '../../lib/errors.js';
 import { withinQuota } from '../../lib/quotas.js';
 import { ApiTokenSchema, type ApiToken } from '../../schema/entities.js';
-import type { Authenticator } from '../auth/authenticate.js';
 import { newApiToken } from '../auth/opaque-tokens.js';
 import { sha256Hex } from '../../lib/secrets.js';
-import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
 
@@ -25,71 +23,62 @@ const view = (t: ApiToken) => ({
   lastUsedAt: t.lastUsedAt ? t.lastUsedAt.toISOString() : null,
 });
 
-/** Company API tokens; managing them needs a session, using them does not. At most `quotas.apiTokens` live at once. */
-export function apiTokenRoutes(auth: Authenticator, quotas: Pick<Quotas, 'apiTokens'>): Router {
-  const router = Router();
-  router.use(auth.session);
-
-  router.post('/', async (req, res) => {
-    const { name } = createBody(req.body);
-    const { em, companyId } = req.tenant!;
-    const { token, prefix } = newApiToken();
-    const p = req.principal!;
-    const row = em.create(ApiTokenSchema, {
-      companyId, name: name.trim(), prefix, tokenHash: sha256Hex(token),
-      createdBy: p.kind === 'session' ? p.userId : null, createdAt: new Date(), lastUsedAt: null, revokedAt: null,
-    } as never);
-    // Revoked tokens are kept (their rows name who moved a lead) but count no more.
-    const quota = { companyId, field: 'apiTokens', limit: quotas.apiTokens, entity: ApiTokenSchema, where: { revokedAt: null } };
-    await withinQuota(em, quota, () => em.flush());
-    res.status(201).json({ apiToken: { ...view(row), token } });
-  });
-
-  router.get('/', async (req, res) => {
-    const page = pageParams(req.query as Record<string, unknown>);
-    const [rows, total] = await req.tenant!.em.findAndCount(ApiTokenSchema, { revokedAt: null }, { orderBy: { id: 'asc' }, ...page });
-    res.json({ apiTokens: rows.map(view), total, ...page });
-  });
-
-  router.delete('/:id', async (req, res) => {
-    const id = idParam(req.params.id, 'API token');
-    const n = await req.tenant!.em.nativeUpdate(ApiTokenSchema, { id, revokedAt: null }, { revokedAt: new Date() });
-    if (n === 0) throw notFound('API token');
-    res.status(204).end();
-  });
-  return router;
-}
-
 const TOKEN_PROPERTIES = { id: ID, name: STRING, prefix: { type: 'string', description: 'The first characters of the token, to recognise it.' }, createdAt: TIMESTAMP, lastUsedAt: nullable(TIMESTAMP) };
 const API_TOKEN = object(TOKEN_PROPERTIES, { title: 'ApiToken' });
 const EXAMPLE_TOKEN = { id: 1, name: 'CI', prefix: 'mas_AbCdEfGh', createdAt: EXAMPLE_TIME, lastUsedAt: null };
 
-export const apiTokenRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'POST', path: '/', operationId: 'createApiToken', tag: 'API tokens', access: 'session',
-    summary: 'Create a company API token (the token is shown in this answer only)',
-    body: { validators: [createBody], example: { name: 'CI' } },
-    responses: {
-      201: {
-        description: 'The token, with its secret `token` (stored only as a hash).',
-        schema: object({ apiToken: object({ ...TOKEN_PROPERTIES, token: { type: 'string', pattern: '^mas_' } }) }),
-        example: { apiToken: { ...EXAMPLE_TOKEN, token: 'mas_AbCdEfGhIjKlMnOpQrStUvWxYz012345' } },
+/** Company API tokens; managing them needs a session, using them does not. At most `quotas.apiTokens` live at once. */
+export function apiTokenRoutes(quotas: Pick<Quotas, 'apiTokens'>): readonly Route[] {
+  return [
+    defineRoute({
+      method: 'POST', path: '/', operationId: 'createApiToken', tag: 'API tokens', access: 'session',
+      summary: 'Create a company API token (the token is shown in this answer only)',
+      body: { validators: [createBody], example: { name: 'CI' } },
+      responses: {
+        201: {
+          description: 'The token, with its secret `token` (stored only as a hash).',
+          schema: object({ apiToken: object({ ...TOKEN_PROPERTIES, token: { type: 'string', pattern: '^mas_' } }) }),
+          example: { apiToken: { ...EXAMPLE_TOKEN, token: 'mas_AbCdEfGhIjKlMnOpQrStUvWxYz012345' } },
+        },
       },
-    },
-    errors: { VALIDATION_ERROR: 'no name, or one over 100 characters', QUOTA_EXCEEDED: 'the company has QUOTA_API_TOKENS live tokens (50 by default); revoke one first' },
-  },
-  {
-    method: 'GET', path: '/', operationId: 'listApiTokens', tag: 'API tokens', access: 'session',
-    summary: "The company's live API tokens (without their secrets), oldest first, paged",
-    params: PAGE_PARAMS,
-    responses: { 200: { description: 'A page of the tokens not revoked.', schema: pageOf('apiTokens', API_TOKEN), example: examplePage('apiTokens', EXAMPLE_TOKEN) } },
-    errors: { VALIDATION_ERROR: BAD_PAGE },
-  },
-  {
-    method: 'DELETE', path: '/:id', operationId: 'revokeApiToken', tag: 'API tokens', access: 'session',
-    summary: 'Revoke an API token (it answers 401 from now on)',
-    params: [idPathParam('API token')],
-    responses: { 204: { description: 'Revoked.' } },
-    errors: { NOT_FOUND: 'no such live token' },
-  },
-];
+      errors: { VALIDATION_ERROR: 'no name, or one over 100 characters', QUOTA_EXCEEDED: 'the company has QUOTA_API_TOKENS live tokens (50 by default); revoke one first' },
+      handler: async ({ req, res, body: { name } }) => {
+        const { em, companyId } = req.tenant!;
+        const { token, prefix } = newApiToken();
+        const p = req.principal!;
+        const row = em.create(ApiTokenSchema, {
+          companyId, name: name.trim(), prefix, tokenHash: sha256Hex(token),
+          createdBy: p.kind === 'session' ? p.userId : null, createdAt: new Date(), lastUsedAt: null, revokedAt: null,
+        } as never);
+        // Revoked tokens are kept (their rows name who moved a lead) but count no more.
+        const quota = { companyId, field: 'apiTokens', limit: quotas.apiTokens, entity: ApiTokenSchema, where: { revokedAt: null } };
+        await withinQuota(em, quota, () => em.flush());
+        res.status(201).json({ apiToken: { ...view(row), token } });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/', operationId: 'listApiTokens', tag: 'API tokens', access: 'session',
+      summary: "The company's live API tokens (without their secrets), oldest first, paged",
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of the tokens not revoked.', schema: pageOf('apiTokens', API_TOKEN), example: examplePage('apiTokens', EXAMPLE_TOKEN) } },
+      errors: { VALIDATION_ERROR: BAD_PAGE },
+      handler: async ({ req, res, query: page }) => {
+        const [rows, total] = await req.tenant!.em.findAndCount(ApiTokenSchema, { revokedAt: null }, { orderBy: { id: 'asc' }, ...page });
+        res.json({ apiTokens: rows.map(view), total, ...page });
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', path: '/:id', operationId: 'revokeApiToken', tag: 'API tokens', access: 'session',
+      summary: 'Revoke an API token (it answers 401 from now on)',
+      params: [idPathParam('API token')],
+      responses: { 204: { description: 'Revoked.' } },
+      errors: { NOT_FOUND: 'no such live token' },
+      handler: async ({ req, res }) => {
+        const id = idParam(req.params.id, 'API token');
+        const n = await req.tenant!.em.nativeUpdate(ApiTokenSchema, { id, revokedAt: null }, { revokedAt: new Date() });
+        if (n === 0) throw notFound('API token');
+        res.status(204).end();
+      },
+    }),
+  ];
+}

@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { Router, type Response } from 'express';
+import express, { type RequestHandler, type Response } from 'express';
 import { contentVersion, IMMUTABLE_CACHE, SAME_ORIGIN_PAGE_DIRECTIVES } from '../http/page-assets.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { STRING } from '../http/schemas.js';
 
 /** The dashboard's static files (web/dashboard): no build step, served as they are. */
@@ -25,28 +25,36 @@ function listFiles(dir: string): string[] {
     .sort();
 }
 
+/** The dashboard's route and the handler of its files (mounted at /app/:version). */
+export interface Dashboard {
+  routes: readonly Route[];
+  assets: RequestHandler;
+}
 
 /**
  * `GET /` → the dashboard document (never cached, strict CSP); `GET /app/<version>/…` → its
  * assets (cached for a year when <version> is the current one, revalidated otherwise). Nothing
  * else is answered here, so the API, health, metrics and widget routes are never shadowed.
  */
-export function dashboardRoutes(options: { dir?: string } = {}): Router {
+export function dashboard(options: { dir?: string } = {}): Dashboard {
   const dir = options.dir ?? DASHBOARD_DIR;
   const version = contentVersion(listFiles(dir).map((file) => [relative(dir, file), file] as const));
   const assetBase = `/app/${version}`;
   const html = readFileSync(join(dir, 'index.html'), 'utf8').replaceAll(ASSETS_PLACEHOLDER, assetBase);
-
-  const router = Router();
-  router.get('/', (_req, res) => {
-    res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
-    res.setHeader('Cache-Control', 'no-cache');
-    res.type('html').send(html);
-  });
-
-  router.use(
-    '/app/:version',
-    express.static(dir, {
+  return {
+    routes: [
+      defineRoute({
+        method: 'GET', path: '/', operationId: 'getDashboard', tag: 'Dashboard', access: 'public',
+        summary: 'The dashboard (a single-page app using only this API); its files are under /app/<version>/',
+        responses: { 200: { description: 'The dashboard document (strict Content-Security-Policy).', type: 'text/html', schema: STRING, example: '<!doctype html><html lang="en">…</html>' } },
+        handler: ({ res }) => {
+          res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
+          res.setHeader('Cache-Control', 'no-cache');
+          res.type('html').send(html);
+        },
+      }),
+    ],
+    assets: express.static(dir, {
       index: false,
       redirect: false,
       dotfiles: 'ignore',
@@ -57,14 +65,5 @@ export function dashboardRoutes(options: { dir?: string } = {}): Router {
         res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
       },
     }),
-  );
-  return router;
+  };
 }
-
-export const dashboardRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/', operationId: 'getDashboard', tag: 'Dashboard', access: 'public',
-    summary: 'The dashboard (a single-page app using only this API); its files are under /app/<version>/',
-    responses: { 200: { description: 'The dashboard document (strict Content-Security-Policy).', type: 'text/html', schema: STRING, example: '<!doctype html><html lang="en">…</html>' } },
-  },
-];

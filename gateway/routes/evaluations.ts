@@ -1,19 +1,20 @@
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
-import { AppError, notFound } from '../../lib/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { agentProfile } from '../../lib/agents/answer.js';
 import { evaluateCase, EXPECT_HANDOFF, type CaseResult, type EvaluationCase } from '../../lib/agents/evaluate.js';
 import { loadBaseInfo } from '../../lib/knowledge/retrieve.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
-import { AgentEvaluationSchema, AgentSchema, type AgentEvaluation } from '../../schema/entities.js';
-import type { Authenticator } from '../auth/authenticate.js';
-import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { AgentEvaluationSchema, type AgentEvaluation } from '../../schema/entities.js';
+import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
-import { bodyValidator, idParam, idPathParam } from '../http/validate.js';
+import { bodyValidator, type BodyValidator } from '../http/validate.js';
+import { AGENT_ID } from './agent-schemas.js';
+import { loadAgent } from './agents.js';
 
 /**
  * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…] | "handoff"}]}` runs the agent's
@@ -58,17 +59,20 @@ const body = bodyValidator<{ cases: EvaluationCase[] }>({
 const EXPECT_MESSAGE = `must be a list of phrases or "${EXPECT_HANDOFF}"`;
 
 /** The body, with a message for a bad `expect` that says both forms (the schema's would say "must match pattern"). */
-function evaluationBody(raw: unknown): { cases: EvaluationCase[] } {
-  try {
-    return body(raw);
-  } catch (err) {
-    if (!(err instanceof AppError) || !err.details) throw err;
-    const cases = (raw as { cases?: unknown } | null | undefined)?.cases;
-    const expectOf = (field: string): unknown => (Array.isArray(cases) ? (cases[Number(field.split('.')[1])] as { expect?: unknown } | undefined)?.expect : undefined);
-    const details = err.details.map((d) => (/^cases\.\d+\.expect$/.test(d.field) && !Array.isArray(expectOf(d.field)) ? { field: d.field, message: EXPECT_MESSAGE } : d));
-    throw new AppError('VALIDATION_ERROR', err.message, { details });
-  }
-}
+const evaluationBody: BodyValidator<{ cases: EvaluationCase[] }> = Object.assign(
+  (raw: unknown): { cases: EvaluationCase[] } => {
+    try {
+      return body(raw);
+    } catch (err) {
+      if (!(err instanceof AppError) || !err.details) throw err;
+      const cases = (raw as { cases?: unknown } | null | undefined)?.cases;
+      const expectOf = (field: string): unknown => (Array.isArray(cases) ? (cases[Number(field.split('.')[1])] as { expect?: unknown } | undefined)?.expect : undefined);
+      const details = err.details.map((d) => (/^cases\.\d+\.expect$/.test(d.field) && !Array.isArray(expectOf(d.field)) ? { field: d.field, message: EXPECT_MESSAGE } : d));
+      throw new AppError('VALIDATION_ERROR', err.message, { details });
+    }
+  },
+  { schema: body.schema },
+);
 
 /** A case as kept: results kept before expectations and decisions were recorded show those fields null. */
 const caseView = (c: Partial<CaseResult>): CaseResult => ({ expect: null, confidence: null, decision: null, bestMatch: null, ...c }) as CaseResult;
@@ -83,7 +87,6 @@ export const evaluationView = (e: AgentEvaluation) => ({
 });
 
 export interface EvaluationRouteDeps {
-  auth: Authenticator;
   config: Config;
   sql: SqlPool;
   secrets: SecretBox;
@@ -91,48 +94,53 @@ export interface EvaluationRouteDeps {
   logger: Logger;
 }
 
-export function evaluationRoutes(deps: EvaluationRouteDeps): Router {
-  const router = Router();
-  router.use(deps.auth.any);
-
-  const loadAgent = async (req: Request, rawId: unknown) => {
-    const agent = await req.tenant!.em.findOne(AgentSchema, { id: idParam(rawId, 'Agent') }, { populate: ['modelApiKeySealed'] });
-    if (!agent) throw notFound('Agent');
-    return agent;
-  };
-
-  router.post('/:id/evaluations', async (req, res) => {
-    const tenant = req.tenant!;
-    const agent = await loadAgent(req, req.params.id);
-    const { cases } = evaluationBody(req.body);
-    const profile = agentProfile(agent);
-    const base = agent.knowledgeBaseId === null ? null : await loadBaseInfo(deps.sql, deps.secrets, deps.config, tenant.companyId, agent.knowledgeBaseId);
-    const answerDeps = { sql: deps.sql, vectors: deps.vectors, secrets: deps.secrets, urls: deps.config, logger: deps.logger.child({ agentId: agent.id, evaluation: true }) };
-    const results: CaseResult[] = new Array(cases.length);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(CONCURRENCY, cases.length) }, async () => {
-        while (next < cases.length) {
-          const i = next++;
-          results[i] = await evaluateCase(answerDeps, profile, base, cases[i]!);
-        }
-      }),
-    );
-    const passed = results.filter((r) => r.pass).length;
-    const evaluation = tenant.em.create(AgentEvaluationSchema, { companyId: tenant.companyId, agentId: agent.id, passed, failed: results.length - passed, cases: results, createdAt: new Date() });
-    await tenant.em.flush();
-    res.status(201).json({ evaluation: evaluationView(evaluation) });
-  });
-
-  router.get('/:id/evaluations', async (req, res) => {
-    const tenant = req.tenant!;
-    const agent = await loadAgent(req, req.params.id);
-    const page = pageParams(req.query as Record<string, unknown>);
-    const [rows, total] = await tenant.em.findAndCount(AgentEvaluationSchema, { agentId: agent.id }, { orderBy: { id: 'desc' }, ...page });
-    res.json({ evaluations: rows.map(evaluationView), total, ...page });
-  });
-
-  return router;
+/** `/api/agents/:id/evaluations`: mounted with the agents' routes. */
+export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
+  const load = (req: Request) => loadAgent(req.tenant!, req.params.id);
+  return [
+    defineRoute({
+      method: 'POST', path: '/:id/evaluations', operationId: 'evaluateAgent', tag: 'Agents', access: 'any',
+      summary: "Test an agent: its answer path on each question (nothing is sent to anyone; a model's calls are billed)",
+      params: [AGENT_ID],
+      body: { validators: [evaluationBody], example: { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'Who won the match last night?', expect: 'handoff' }] } },
+      responses: { 201: { description: 'The kept result.', schema: object({ evaluation: EVALUATION }), example: { evaluation: EXAMPLE_EVALUATION } } },
+      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `no cases, more than ${MAX_CASES}, or a bad case (an empty question; an \`expect\` that is neither a list of phrases nor "handoff")` },
+      load,
+      handler: async ({ req, res, loaded: agent, body: { cases } }) => {
+        const tenant = req.tenant!;
+        const profile = agentProfile(agent);
+        const base = agent.knowledgeBaseId === null ? null : await loadBaseInfo(deps.sql, deps.secrets, deps.config, tenant.companyId, agent.knowledgeBaseId);
+        const answerDeps = { sql: deps.sql, vectors: deps.vectors, secrets: deps.secrets, urls: deps.config, logger: deps.logger.child({ agentId: agent.id, evaluation: true }) };
+        const results: CaseResult[] = new Array(cases.length);
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: Math.min(CONCURRENCY, cases.length) }, async () => {
+            while (next < cases.length) {
+              const i = next++;
+              results[i] = await evaluateCase(answerDeps, profile, base, cases[i]!);
+            }
+          }),
+        );
+        const passed = results.filter((r) => r.pass).length;
+        const evaluation = tenant.em.create(AgentEvaluationSchema, { companyId: tenant.companyId, agentId: agent.id, passed, failed: results.length - passed, cases: results, createdAt: new Date() });
+        await tenant.em.flush();
+        res.status(201).json({ evaluation: evaluationView(evaluation) });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/:id/evaluations', operationId: 'listEvaluations', tag: 'Agents', access: 'any',
+      summary: "The agent's evaluations, newest first, paged",
+      params: [AGENT_ID],
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of evaluations.', schema: pageOf('evaluations', EVALUATION), example: examplePage('evaluations', EXAMPLE_EVALUATION) } },
+      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_PAGE },
+      load,
+      handler: async ({ req, res, loaded: agent, query: page }) => {
+        const [rows, total] = await req.tenant!.em.findAndCount(AgentEvaluationSchema, { agentId: agent.id }, { orderBy: { id: 'desc' }, ...page });
+        res.json({ evaluations: rows.map(evaluationView), total, ...page });
+      },
+    }),
+  ];
 }
 
 const EVALUATION = object(
@@ -187,22 +195,3 @@ const EXAMPLE_EVALUATION = {
   ],
   createdAt: EXAMPLE_TIME,
 };
-const AGENT_ID = idPathParam('agent');
-
-export const evaluationRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'POST', path: '/:id/evaluations', operationId: 'evaluateAgent', tag: 'Agents', access: 'any',
-    summary: "Test an agent: its answer path on each question (nothing is sent to anyone; a model's calls are billed)",
-    params: [AGENT_ID],
-    body: { validators: [body], example: { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'Who won the match last night?', expect: 'handoff' }] } },
-    responses: { 201: { description: 'The kept result.', schema: object({ evaluation: EVALUATION }), example: { evaluation: EXAMPLE_EVALUATION } } },
-    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `no cases, more than ${MAX_CASES}, or a bad case (an empty question; an \`expect\` that is neither a list of phrases nor "handoff")` },
-  },
-  {
-    method: 'GET', path: '/:id/evaluations', operationId: 'listEvaluations', tag: 'Agents', access: 'any',
-    summary: "The agent's evaluations, newest first, paged",
-    params: [AGENT_ID, ...PAGE_PARAMS],
-    responses: { 200: { description: 'A page of evaluations.', schema: pageOf('evaluations', EVALUATION), example: examplePage('evaluations', EXAMPLE_EVALUATION) } },
-    errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_PAGE },
-  },
-];

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Router } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
@@ -9,62 +8,27 @@ import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { withinQuota } from '../../lib/quotas.js';
 import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
-import type { Authenticator } from '../auth/authenticate.js';
-import { BAD_PAGE, examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
-import type { RouteDoc } from '../http/route-docs.js';
-import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
-import { assertTenantUrl, bodyValidator, idParam, idPathParam } from '../http/validate.js';
-import { probeRegion, regionOfUrl, regionUrl, registerHelpdeskWebhook, upstreamText, WebhookRegistrationError, type HelpdeskRegion } from '../integrations/helpdesk-account.js';
-import { activityOf, readWebhookActivity, webhookStatusOf, type WebhookActivityView } from '../webhook/activity.js';
-import { SIGNATURE_FAILURES } from '../webhook/signature.js';
+import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { defineRoute, type Route } from '../http/route.js';
+import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
+import { idParam } from '../http/validate.js';
+import { registerHelpdeskWebhook, resolveHelpdeskUrl, upstreamText, WebhookRegistrationError } from '../integrations/helpdesk-account.js';
+import { activityOf, readWebhookActivity } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
-
-/**
- * Integrations (contract.md § Integrations, § Chat2Desk as it is): CRUD, secret rotation,
- * helpdesk region choice and webhook registration. The webhook secret is shown only by
- * create and rotate-secret; a secret the helpdesk issued can be set (`PATCH {webhookSecret}`,
- * write-only); the helpdesk token is write-only. Every view says how its webhooks fare
- * (`lastWebhookAt`, `signatureFailuresLastHour`, `lastSignatureFailure`, `webhookStatus`),
- * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
- * every gateway's webhook cache drops the integration.
- */
-interface IntegrationInput {
-  name?: string;
-  agentId?: number;
-  active?: boolean;
-  apiUrl?: string | null;
-  apiToken?: string | null;
-  region?: HelpdeskRegion;
-  allowedOrigins?: string[];
-  webhookSecret?: string;
-  /** Helpdesk: the operator group a handed-off dialog is transferred to; null: no transfer. */
-  handoffGroupId?: number | null;
-}
-
-const properties = {
-  name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
-  agentId: { type: 'integer', minimum: 1, maximum: 2_147_483_647 },
-  active: { type: 'boolean' },
-  apiUrl: { type: ['string', 'null'], format: 'uri', pattern: '^https?://', maxLength: 2000 },
-  apiToken: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
-  region: { type: 'string', enum: ['global', 'europe'] },
-  allowedOrigins: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 500 } },
-  handoffGroupId: { type: ['integer', 'null'], minimum: 1, maximum: 2_147_483_647 },
-};
-const createBody = bodyValidator<IntegrationInput & { type: IntegrationType; name: string; agentId: number }>({
-  title: 'IntegrationCreate',
-  type: 'object',
-  additionalProperties: false,
-  required: ['type', 'name', 'agentId'],
-  properties: { type: { type: 'string', enum: ['helpdesk', 'webchat'] }, ...properties },
-});
-const patchBody = bodyValidator<IntegrationInput>({
-  title: 'IntegrationPatch',
-  type: 'object',
-  additionalProperties: false,
-  // A secret the helpdesk issued, used as it was copied (the HMAC key is its UTF-8 bytes).
-  properties: { ...properties, webhookSecret: { type: 'string', minLength: 16, maxLength: 512, pattern: '^\\S+$' } },
-});
+import {
+  BAD_INTEGRATION,
+  createBody,
+  EXAMPLE_INTEGRATION,
+  INTEGRATION,
+  INTEGRATION_ID,
+  integrationView,
+  NO_INTEGRATION,
+  ONE_INTEGRATION,
+  ONE_WITH_SECRET,
+  patchBody,
+  PROBE_FAILED,
+  type IntegrationInput,
+} from './integration-schemas.js';
 
 /** 32 random bytes as hex: the shared secret senders key their HMAC with. */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
@@ -99,7 +63,6 @@ function checkTokenWithUrl(apiUrl: string | null, hasToken: boolean): void {
 }
 
 export interface IntegrationRoutesDeps {
-  auth: Authenticator;
   config: Config;
   box: SecretBox;
   cache: IntegrationCache;
@@ -109,35 +72,21 @@ export interface IntegrationRoutesDeps {
   now: () => number;
 }
 
-export function integrationRoutes({ auth, config, box, cache, sql, now }: IntegrationRoutesDeps): Router {
-  const router = Router();
-  router.use(auth.any);
-
+/**
+ * Integrations (contract.md § Integrations, § Chat2Desk as it is): CRUD, secret rotation,
+ * helpdesk region choice and webhook registration. The webhook secret is shown only by
+ * create and rotate-secret; a secret the helpdesk issued can be set (`PATCH {webhookSecret}`,
+ * write-only); the helpdesk token is write-only. Every view says how its webhooks fare
+ * (`lastWebhookAt`, `signatureFailuresLastHour`, `lastSignatureFailure`, `webhookStatus`),
+ * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
+ * every gateway's webhook cache drops the integration.
+ */
+export function integrationRoutes({ config, box, cache, sql, now }: IntegrationRoutesDeps): readonly Route[] {
   const webhookUrl = (i: Integration) => `${config.publicBaseUrl}/api/webhook/${i.type}/${i.id}`;
-  const view = (i: Integration, activity: WebhookActivityView) => ({
-    id: i.id,
-    type: i.type,
-    name: i.name,
-    agentId: i.agentId,
-    active: i.active,
-    apiUrl: i.apiUrl,
-    region: i.region,
-    hasApiToken: i.apiTokenSealed !== null,
-    allowedOrigins: i.allowedOrigins,
-    handoffGroupId: i.handoffGroupId,
-    webhookUrl: webhookUrl(i),
-    webhookStatus: i.type === 'helpdesk' ? webhookStatusOf(i.webhookStatus === 'ok', activity, now()) : i.webhookStatus,
-    webhookRegisteredAt: i.webhookRegisteredAt ? i.webhookRegisteredAt.toISOString() : null,
-    lastWebhookAt: activity.lastWebhookAt,
-    signatureFailuresLastHour: activity.signatureFailuresLastHour,
-    lastSignatureFailure: activity.lastSignatureFailure,
-    createdAt: i.createdAt.toISOString(),
-    updatedAt: i.updatedAt.toISOString(),
-  });
   /** The views of some of a company's integrations, with their webhook activity (one query). */
   const views = async (tenant: TenantScope, rows: Integration[]) => {
     const activity = await readWebhookActivity(sql, tenant.companyId, rows.map((i) => i.id), now());
-    return rows.map((i) => view(i, activityOf(activity, i.id)));
+    return rows.map((i) => integrationView(i, activityOf(activity, i.id), webhookUrl(i), now()));
   };
   const viewOne = async (tenant: TenantScope, i: Integration) => (await views(tenant, [i]))[0]!;
 
@@ -148,23 +97,6 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
     integration.webhookSecretSealed = box.seal(secret);
   };
 
-  /**
-   * Where the helpdesk account lives. An explicit apiUrl wins; else `region` forces an
-   * instance; else, with a token, both instances are asked. Returns undefined to keep it.
-   */
-  async function resolveApiUrl(body: IntegrationInput, token: string | null, currentUrl: string | null): Promise<{ apiUrl: string | null; region: HelpdeskRegion | null } | undefined> {
-    if (body.apiUrl !== undefined && body.apiUrl !== null) {
-      const apiUrl = body.apiUrl.replace(/\/+$/, '');
-      await assertTenantUrl(config, 'apiUrl', apiUrl);
-      return { apiUrl, region: body.region ?? regionOfUrl(config, apiUrl) };
-    }
-    if (body.region) return { apiUrl: regionUrl(config, body.region), region: body.region };
-    // An explicit null clears it (the stored token is kept, and not used to find an instance again).
-    if (body.apiUrl === null) return { apiUrl: null, region: null };
-    if (currentUrl === null && token) return probeRegion(config, token);
-    return undefined;
-  }
-
   const load = async (tenant: TenantScope, rawId: unknown, withSecret = false): Promise<Integration> => {
     const populate = withSecret ? (['apiTokenSealed', 'webhookSecretSealed'] as const) : (['apiTokenSealed'] as const);
     const integration = await tenant.em.findOne(IntegrationSchema, { id: idParam(rawId, 'Integration') }, { populate });
@@ -172,267 +104,206 @@ export function integrationRoutes({ auth, config, box, cache, sql, now }: Integr
     return integration;
   };
 
-  router.get('/', async (req, res) => {
-    const page = pageParams(req.query as Record<string, unknown>);
-    const [rows, total] = await req.tenant!.em.findAndCount(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'], ...page });
-    res.json({ integrations: await views(req.tenant!, rows), total, ...page });
-  });
-
-  router.post('/', async (req, res) => {
-    const body = createBody(req.body);
-    const tenant = req.tenant!;
-    checkFieldsFitType(body.type, body);
-    await checkAgent(tenant, body.agentId);
-    const token = body.apiToken ?? null;
-    const where = body.type === 'helpdesk' ? await resolveApiUrl(body, token, null) : undefined;
-    checkTokenWithUrl(where?.apiUrl ?? null, token !== null);
-    const secret = newWebhookSecret();
-    const at = new Date();
-    const integration = tenant.em.create(IntegrationSchema, {
-      companyId: tenant.companyId,
-      type: body.type,
-      name: body.name.trim(),
-      agentId: body.agentId,
-      active: body.active ?? true,
-      apiUrl: where?.apiUrl ?? null,
-      region: where?.region ?? null,
-      apiTokenSealed: token === null ? null : box.seal(token),
-      webhookSecretSealed: box.seal(secret),
-      previousSecretSealed: null,
-      previousSecretExpiresAt: null,
-      webhookStatus: 'pending',
-      webhookRegisteredAt: null,
-      webhookRemoteId: null,
-      allowedOrigins: normaliseOrigins(body.allowedOrigins ?? []),
-      handoffGroupId: body.handoffGroupId ?? null,
-      createdAt: at,
-      updatedAt: at,
-    } as never);
-    const quota = { companyId: tenant.companyId, field: 'integrations', limit: config.quotas.integrations, entity: IntegrationSchema };
-    await withinQuota(tenant.em, quota, () => tenant.em.flush());
-    cache.announce(integration.id);
-    res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
-  });
-
-  router.get('/:id', async (req, res) => {
-    res.json({ integration: await viewOne(req.tenant!, await load(req.tenant!, req.params.id)) });
-  });
-
-  router.patch('/:id', async (req, res) => {
-    const tenant = req.tenant!;
-    const integration = await load(tenant, req.params.id, true);
-    const body = patchBody(req.body);
-    checkFieldsFitType(integration.type, body);
-    await checkAgent(tenant, body.agentId);
-    if (integration.type === 'helpdesk') {
-      // Only a change of where or who asks for a new answer; otherwise keep the stored one.
-      const asks = body.apiUrl !== undefined || body.region !== undefined || (body.apiToken && !integration.apiUrl);
-      const storedToken = () => (integration.apiTokenSealed ? box.open(integration.apiTokenSealed) : null);
-      const where = asks ? await resolveApiUrl(body, body.apiToken !== undefined ? body.apiToken : storedToken(), integration.apiUrl) : undefined;
-      if (where) {
-        // A stolen API token must not steer the stored helpdesk token to a listener of its choice.
-        if (where.apiUrl !== integration.apiUrl && where.apiUrl !== null && integration.apiTokenSealed && body.apiToken === undefined) {
-          throw new AppError('VALIDATION_ERROR', 'Send the helpdesk apiToken again to change where it is used.', {
-            details: [{ field: 'apiToken', message: 'is required when apiUrl or region changes (the stored token is never sent to a new address)' }],
-          });
+  return [
+    defineRoute({
+      method: 'GET', path: '/', operationId: 'listIntegrations', tag: 'Integrations', access: 'any',
+      summary: "The company's integrations (never their secrets or tokens), oldest first, paged",
+      query: PAGE_QUERY,
+      responses: { 200: { description: 'A page of integrations, with how their webhooks fare.', schema: pageOf('integrations', INTEGRATION), example: examplePage('integrations', EXAMPLE_INTEGRATION) } },
+      errors: { VALIDATION_ERROR: BAD_PAGE },
+      handler: async ({ req, res, query: page }) => {
+        const [rows, total] = await req.tenant!.em.findAndCount(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'], ...page });
+        res.json({ integrations: await views(req.tenant!, rows), total, ...page });
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/', operationId: 'createIntegration', tag: 'Integrations', access: 'any',
+      summary: 'Create a helpdesk (Chat2Desk) or webchat integration; its webhook secret is shown in this answer',
+      description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
+      body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
+      responses: { 201: { description: 'The new integration with its `webhookSecret`.', ...ONE_WITH_SECRET } },
+      errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED, QUOTA_EXCEEDED: 'the company has QUOTA_INTEGRATIONS integrations (100 by default)' },
+      handler: async ({ req, res, body }) => {
+        const tenant = req.tenant!;
+        checkFieldsFitType(body.type, body);
+        await checkAgent(tenant, body.agentId);
+        const token = body.apiToken ?? null;
+        const where = body.type === 'helpdesk' ? await resolveHelpdeskUrl(config, body, token, null) : undefined;
+        checkTokenWithUrl(where?.apiUrl ?? null, token !== null);
+        const secret = newWebhookSecret();
+        const at = new Date();
+        const integration = tenant.em.create(IntegrationSchema, {
+          companyId: tenant.companyId,
+          type: body.type,
+          name: body.name.trim(),
+          agentId: body.agentId,
+          active: body.active ?? true,
+          apiUrl: where?.apiUrl ?? null,
+          region: where?.region ?? null,
+          apiTokenSealed: token === null ? null : box.seal(token),
+          webhookSecretSealed: box.seal(secret),
+          previousSecretSealed: null,
+          previousSecretExpiresAt: null,
+          webhookStatus: 'pending',
+          webhookRegisteredAt: null,
+          webhookRemoteId: null,
+          allowedOrigins: normaliseOrigins(body.allowedOrigins ?? []),
+          handoffGroupId: body.handoffGroupId ?? null,
+          createdAt: at,
+          updatedAt: at,
+        } as never);
+        const quota = { companyId: tenant.companyId, field: 'integrations', limit: config.quotas.integrations, entity: IntegrationSchema };
+        await withinQuota(tenant.em, quota, () => tenant.em.flush());
+        cache.announce(integration.id);
+        res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/:id', operationId: 'getIntegration', tag: 'Integrations', access: 'any',
+      summary: 'One integration',
+      params: [INTEGRATION_ID],
+      responses: { 200: { description: 'The integration.', ...ONE_INTEGRATION } },
+      errors: { NOT_FOUND: NO_INTEGRATION },
+      load: (req) => load(req.tenant!, req.params.id),
+      handler: async ({ req, res, loaded: integration }) => {
+        res.json({ integration: await viewOne(req.tenant!, integration) });
+      },
+    }),
+    defineRoute({
+      method: 'PATCH', path: '/:id', operationId: 'updateIntegration', tag: 'Integrations', access: 'any',
+      summary: 'Change an integration (only the fields sent)',
+      description: '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued (write-only; the previous one verifies through the grace period).',
+      params: [INTEGRATION_ID],
+      body: { validators: [patchBody], example: { active: false, handoffGroupId: 7 } },
+      responses: { 200: { description: 'The integration as it is now.', ...ONE_INTEGRATION } },
+      errors: { NOT_FOUND: NO_INTEGRATION, VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
+      load: (req) => load(req.tenant!, req.params.id, true),
+      handler: async ({ req, res, loaded: integration, body }) => {
+        const tenant = req.tenant!;
+        checkFieldsFitType(integration.type, body);
+        await checkAgent(tenant, body.agentId);
+        if (integration.type === 'helpdesk') {
+          // Only a change of where or who asks for a new answer; otherwise keep the stored one.
+          const asks = body.apiUrl !== undefined || body.region !== undefined || (body.apiToken && !integration.apiUrl);
+          const storedToken = () => (integration.apiTokenSealed ? box.open(integration.apiTokenSealed) : null);
+          const where = asks ? await resolveHelpdeskUrl(config, body, body.apiToken !== undefined ? body.apiToken : storedToken(), integration.apiUrl) : undefined;
+          if (where) {
+            // A stolen API token must not steer the stored helpdesk token to a listener of its choice.
+            if (where.apiUrl !== integration.apiUrl && where.apiUrl !== null && integration.apiTokenSealed && body.apiToken === undefined) {
+              throw new AppError('VALIDATION_ERROR', 'Send the helpdesk apiToken again to change where it is used.', {
+                details: [{ field: 'apiToken', message: 'is required when apiUrl or region changes (the stored token is never sent to a new address)' }],
+              });
+            }
+            if (where.apiUrl !== integration.apiUrl) {
+              // Another account or instance: the old registration says nothing about this one.
+              integration.webhookStatus = 'pending';
+              integration.webhookRegisteredAt = null;
+              integration.webhookRemoteId = null;
+            }
+            integration.apiUrl = where.apiUrl;
+            integration.region = where.region;
+          }
+          if (body.apiToken !== undefined) integration.apiTokenSealed = body.apiToken === null ? null : box.seal(body.apiToken);
+          if (asks || body.apiToken !== undefined) checkTokenWithUrl(integration.apiUrl, integration.apiTokenSealed !== null);
+          // The secret the helpdesk signs with (Chat2Desk issues its own): write-only, the old one in grace.
+          if (body.webhookSecret !== undefined && body.webhookSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.webhookSecret);
+          if (body.handoffGroupId !== undefined) integration.handoffGroupId = body.handoffGroupId;
         }
-        if (where.apiUrl !== integration.apiUrl) {
-          // Another account or instance: the old registration says nothing about this one.
-          integration.webhookStatus = 'pending';
-          integration.webhookRegisteredAt = null;
-          integration.webhookRemoteId = null;
-        }
-        integration.apiUrl = where.apiUrl;
-        integration.region = where.region;
-      }
-      if (body.apiToken !== undefined) integration.apiTokenSealed = body.apiToken === null ? null : box.seal(body.apiToken);
-      if (asks || body.apiToken !== undefined) checkTokenWithUrl(integration.apiUrl, integration.apiTokenSealed !== null);
-      // The secret the helpdesk signs with (Chat2Desk issues its own): write-only, the old one in grace.
-      if (body.webhookSecret !== undefined && body.webhookSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.webhookSecret);
-      if (body.handoffGroupId !== undefined) integration.handoffGroupId = body.handoffGroupId;
-    }
-    if (body.name !== undefined) integration.name = body.name.trim();
-    if (body.agentId !== undefined) integration.agentId = body.agentId;
-    if (body.active !== undefined) integration.active = body.active;
-    if (body.allowedOrigins !== undefined) integration.allowedOrigins = normaliseOrigins(body.allowedOrigins);
-    integration.updatedAt = new Date();
-    await tenant.em.flush();
-    cache.announce(integration.id);
-    res.json({ integration: await viewOne(tenant, integration) });
-  });
-
-  router.delete('/:id', async (req, res) => {
-    const id = idParam(req.params.id, 'Integration');
-    const n = await req.tenant!.em.nativeDelete(IntegrationSchema, { id });
-    if (n === 0) throw notFound('Integration');
-    cache.announce(id);
-    res.status(204).end();
-  });
-
-  router.post('/:id/rotate-secret', async (req, res) => {
-    const tenant = req.tenant!;
-    const integration = await load(tenant, req.params.id, true);
-    const secret = newWebhookSecret();
-    replaceSecret(integration, secret);
-    integration.updatedAt = new Date();
-    await tenant.em.flush();
-    cache.announce(integration.id);
-    res.json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
-  });
-
-  router.post('/:id/register-webhook', async (req, res) => {
-    const tenant = req.tenant!;
-    const integration = await load(tenant, req.params.id);
-    if (integration.type !== 'helpdesk' || !integration.apiUrl) {
-      throw new AppError('not_supported', integration.type === 'helpdesk' ? undefined : 'Webchat integrations receive messages over a WebSocket; there is no webhook to register.');
-    }
-    if (!integration.apiTokenSealed) {
-      throw new AppError('VALIDATION_ERROR', 'Set the helpdesk apiToken before registering the webhook.', {
-        details: [{ field: 'apiToken', message: 'is required to register the webhook' }],
-      });
-    }
-    const token = box.open(integration.apiTokenSealed);
-    let remoteId: string;
-    try {
-      remoteId = await registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token, { guard: guardForUrl(config, integration.apiUrl) }), {
-        url: webhookUrl(integration),
-        name: `mas-integration-${integration.id}`,
-        knownRemoteId: integration.webhookRemoteId,
-      });
-    } catch (err) {
-      if (err instanceof WebhookRegistrationError && integration.webhookStatus === 'ok') {
-        // The helpdesk shows it is not delivering to us: the badge must not say OK any more.
-        integration.webhookStatus = 'pending';
+        if (body.name !== undefined) integration.name = body.name.trim();
+        if (body.agentId !== undefined) integration.agentId = body.agentId;
+        if (body.active !== undefined) integration.active = body.active;
+        if (body.allowedOrigins !== undefined) integration.allowedOrigins = normaliseOrigins(body.allowedOrigins);
         integration.updatedAt = new Date();
         await tenant.em.flush();
-      }
-      throw new AppError('UPSTREAM_ERROR', `The helpdesk did not register the webhook: ${upstreamText(err)}.`);
-    }
-    const at = new Date();
-    integration.webhookStatus = 'ok';
-    integration.webhookRegisteredAt = at;
-    integration.webhookRemoteId = remoteId;
-    integration.updatedAt = at;
-    await tenant.em.flush();
-    cache.announce(integration.id);
-    res.json({ ok: true, webhookRegisteredAt: at.toISOString() });
-  });
-
-  return router;
-}
-
-const INTEGRATION_PROPERTIES = {
-  id: ID,
-  type: { type: 'string', enum: ['helpdesk', 'webchat'] },
-  name: STRING,
-  agentId: nullable(ID),
-  active: BOOLEAN,
-  apiUrl: { ...nullable(STRING), description: 'The helpdesk instance (helpdesk only).' },
-  region: nullable({ type: 'string', enum: ['global', 'europe'] }),
-  hasApiToken: { ...BOOLEAN, description: 'Whether a helpdesk token is stored (it is write-only).' },
-  allowedOrigins: { ...arrayOf(STRING), description: 'Webchat: the pages that may open the chat; empty: any.' },
-  handoffGroupId: { ...nullable(ID), description: 'Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to (null: no transfer call).' },
-  webhookUrl: { type: 'string', description: 'PUBLIC_BASE_URL/api/webhook/{type}/{id}' },
-  webhookStatus: { type: 'string', enum: ['pending', 'ok', 'failing'] },
-  webhookRegisteredAt: nullable(TIMESTAMP),
-  lastWebhookAt: { ...nullable(TIMESTAMP), description: 'When the last webhook with a valid signature arrived.' },
-  signatureFailuresLastHour: COUNT,
-  lastSignatureFailure: nullable(object({ at: TIMESTAMP, reason: { type: 'string', enum: Object.keys(SIGNATURE_FAILURES) }, message: STRING })),
-  createdAt: TIMESTAMP,
-  updatedAt: TIMESTAMP,
-};
-const INTEGRATION = object(INTEGRATION_PROPERTIES, { title: 'Integration' });
-const WITH_SECRET = object({ ...INTEGRATION_PROPERTIES, webhookSecret: { type: 'string', description: 'The webhook secret (HMAC key): shown by create and rotate-secret only.' } }, { title: 'IntegrationWithSecret' });
-const EXAMPLE_INTEGRATION = {
-  id: 1,
-  type: 'helpdesk',
-  name: 'Chat2Desk',
-  agentId: 1,
-  active: true,
-  apiUrl: 'https://api.chat2desk.com',
-  region: 'global',
-  hasApiToken: true,
-  allowedOrigins: [],
-  handoffGroupId: 7,
-  webhookUrl: 'https://bot.example.com/api/webhook/helpdesk/1',
-  webhookStatus: 'pending',
-  webhookRegisteredAt: null,
-  lastWebhookAt: null,
-  signatureFailuresLastHour: 0,
-  lastSignatureFailure: null,
-  createdAt: EXAMPLE_TIME,
-  updatedAt: EXAMPLE_TIME,
-};
-const EXAMPLE_SECRET = '4f3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e';
-const ONE_INTEGRATION = { schema: object({ integration: INTEGRATION }), example: { integration: EXAMPLE_INTEGRATION } };
-const ONE_WITH_SECRET = { schema: object({ integration: WITH_SECRET }), example: { integration: { ...EXAMPLE_INTEGRATION, webhookSecret: EXAMPLE_SECRET } } };
-const INTEGRATION_ID = idPathParam('integration');
-const BAD_INTEGRATION = "a bad field, a field the type does not use, an unknown agentId, an apiUrl at a private address, an apiUrl without apiToken, a token neither helpdesk instance accepts, or a new apiUrl or region without the apiToken";
-const PROBE_FAILED = 'the helpdesk instances could not be asked whether they know the token';
-const NO_INTEGRATION = 'no such integration';
-
-export const integrationRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/', operationId: 'listIntegrations', tag: 'Integrations', access: 'any',
-    summary: "The company's integrations (never their secrets or tokens), oldest first, paged",
-    params: PAGE_PARAMS,
-    responses: { 200: { description: 'A page of integrations, with how their webhooks fare.', schema: pageOf('integrations', INTEGRATION), example: examplePage('integrations', EXAMPLE_INTEGRATION) } },
-    errors: { VALIDATION_ERROR: BAD_PAGE },
-  },
-  {
-    method: 'POST', path: '/', operationId: 'createIntegration', tag: 'Integrations', access: 'any',
-    summary: 'Create a helpdesk (Chat2Desk) or webchat integration; its webhook secret is shown in this answer',
-    description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
-    body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
-    responses: { 201: { description: 'The new integration with its `webhookSecret`.', ...ONE_WITH_SECRET } },
-    errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED, QUOTA_EXCEEDED: 'the company has QUOTA_INTEGRATIONS integrations (100 by default)' },
-  },
-  {
-    method: 'GET', path: '/:id', operationId: 'getIntegration', tag: 'Integrations', access: 'any',
-    summary: 'One integration',
-    params: [INTEGRATION_ID],
-    responses: { 200: { description: 'The integration.', ...ONE_INTEGRATION } },
-    errors: { NOT_FOUND: NO_INTEGRATION },
-  },
-  {
-    method: 'PATCH', path: '/:id', operationId: 'updateIntegration', tag: 'Integrations', access: 'any',
-    summary: 'Change an integration (only the fields sent)',
-    description: '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued (write-only; the previous one verifies through the grace period).',
-    params: [INTEGRATION_ID],
-    body: { validators: [patchBody], example: { active: false, handoffGroupId: 7 } },
-    responses: { 200: { description: 'The integration as it is now.', ...ONE_INTEGRATION } },
-    errors: { NOT_FOUND: NO_INTEGRATION, VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
-  },
-  {
-    method: 'DELETE', path: '/:id', operationId: 'deleteIntegration', tag: 'Integrations', access: 'any',
-    summary: 'Delete an integration',
-    params: [INTEGRATION_ID],
-    responses: { 204: { description: 'Deleted.' } },
-    errors: { NOT_FOUND: NO_INTEGRATION },
-  },
-  {
-    method: 'POST', path: '/:id/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Integrations', access: 'any',
-    summary: 'A new webhook secret (shown once); the previous one keeps verifying for SECRET_GRACE_SECONDS',
-    params: [INTEGRATION_ID],
-    responses: { 200: { description: 'The integration with its new `webhookSecret`.', ...ONE_WITH_SECRET } },
-    errors: { NOT_FOUND: NO_INTEGRATION },
-  },
-  {
-    method: 'POST', path: '/:id/register-webhook', operationId: 'registerWebhook', tag: 'Integrations', access: 'any',
-    summary: "Register (or re-register) the webhook at the helpdesk, with events inbox, close_dialog, close_request, dialog_transferred",
-    params: [INTEGRATION_ID],
-    responses: {
-      200: {
-        description: 'Registered; `webhookStatus` becomes `ok`.',
-        schema: object({ ok: { const: true }, webhookRegisteredAt: TIMESTAMP }),
-        example: { ok: true, webhookRegisteredAt: EXAMPLE_TIME },
+        cache.announce(integration.id);
+        res.json({ integration: await viewOne(tenant, integration) });
       },
-    },
-    errors: {
-      NOT_FOUND: NO_INTEGRATION,
-      not_supported: 'the integration has no apiUrl (or is a webchat one)',
-      VALIDATION_ERROR: 'no helpdesk apiToken is set',
-      UPSTREAM_ERROR: 'the helpdesk refused or could not be reached (the message says which status came back)',
-    },
-  },
-];
+    }),
+    defineRoute({
+      method: 'DELETE', path: '/:id', operationId: 'deleteIntegration', tag: 'Integrations', access: 'any',
+      summary: 'Delete an integration',
+      params: [INTEGRATION_ID],
+      responses: { 204: { description: 'Deleted.' } },
+      errors: { NOT_FOUND: NO_INTEGRATION },
+      handler: async ({ req, res }) => {
+        const id = idParam(req.params.id, 'Integration');
+        const n = await req.tenant!.em.nativeDelete(IntegrationSchema, { id });
+        if (n === 0) throw notFound('Integration');
+        cache.announce(id);
+        res.status(204).end();
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/:id/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Integrations', access: 'any',
+      summary: 'A new webhook secret (shown once); the previous one keeps verifying for SECRET_GRACE_SECONDS',
+      params: [INTEGRATION_ID],
+      responses: { 200: { description: 'The integration with its new `webhookSecret`.', ...ONE_WITH_SECRET } },
+      errors: { NOT_FOUND: NO_INTEGRATION },
+      load: (req) => load(req.tenant!, req.params.id, true),
+      handler: async ({ req, res, loaded: integration }) => {
+        const tenant = req.tenant!;
+        const secret = newWebhookSecret();
+        replaceSecret(integration, secret);
+        integration.updatedAt = new Date();
+        await tenant.em.flush();
+        cache.announce(integration.id);
+        res.json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/:id/register-webhook', operationId: 'registerWebhook', tag: 'Integrations', access: 'any',
+      summary: "Register (or re-register) the webhook at the helpdesk, with events inbox, close_dialog, close_request, dialog_transferred",
+      params: [INTEGRATION_ID],
+      responses: {
+        200: {
+          description: 'Registered; `webhookStatus` becomes `ok`.',
+          schema: object({ ok: { const: true }, webhookRegisteredAt: TIMESTAMP }),
+          example: { ok: true, webhookRegisteredAt: EXAMPLE_TIME },
+        },
+      },
+      errors: {
+        NOT_FOUND: NO_INTEGRATION,
+        not_supported: 'the integration has no apiUrl (or is a webchat one)',
+        VALIDATION_ERROR: 'no helpdesk apiToken is set',
+        UPSTREAM_ERROR: 'the helpdesk refused or could not be reached (the message says which status came back)',
+      },
+      load: (req) => load(req.tenant!, req.params.id),
+      handler: async ({ req, res, loaded: integration }) => {
+        const tenant = req.tenant!;
+        if (integration.type !== 'helpdesk' || !integration.apiUrl) {
+          throw new AppError('not_supported', integration.type === 'helpdesk' ? undefined : 'Webchat integrations receive messages over a WebSocket; there is no webhook to register.');
+        }
+        if (!integration.apiTokenSealed) {
+          throw new AppError('VALIDATION_ERROR', 'Set the helpdesk apiToken before registering the webhook.', {
+            details: [{ field: 'apiToken', message: 'is required to register the webhook' }],
+          });
+        }
+        const token = box.open(integration.apiTokenSealed);
+        let remoteId: string;
+        try {
+          remoteId = await registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token, { guard: guardForUrl(config, integration.apiUrl) }), {
+            url: webhookUrl(integration),
+            name: `mas-integration-${integration.id}`,
+            knownRemoteId: integration.webhookRemoteId,
+          });
+        } catch (err) {
+          if (err instanceof WebhookRegistrationError && integration.webhookStatus === 'ok') {
+            // The helpdesk shows it is not delivering to us: the badge must not say OK any more.
+            integration.webhookStatus = 'pending';
+            integration.updatedAt = new Date();
+            await tenant.em.flush();
+          }
+          throw new AppError('UPSTREAM_ERROR', `The helpdesk did not register the webhook: ${upstreamText(err)}.`);
+        }
+        const at = new Date();
+        integration.webhookStatus = 'ok';
+        integration.webhookRegisteredAt = at;
+        integration.webhookRemoteId = remoteId;
+        integration.updatedAt = at;
+        await tenant.em.flush();
+        cache.announce(integration.id);
+        res.json({ ok: true, webhookRegisteredAt: at.toISOString() });
+      },
+    }),
+  ];
+}

@@ -1,4 +1,3 @@
-import { Router } from 'express';
 import { conversationView } from '../../lib/conversations.js';
 import { inTransaction, query, type SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
@@ -7,10 +6,9 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import { ConversationSchema } from '../../schema/conversation-entities.js';
 import { LeadSchema, LeadStageMoveSchema, type Lead, type LeadStageMove } from '../../schema/lead-entities.js';
 import type { Principal } from '../auth/authenticate.js';
-import type { Authenticator } from '../auth/authenticate.js';
 import { bodyValidator, idFilter, idParam, idPathParam } from '../http/validate.js';
-import { examplePage, PAGE_PARAMS, pageOf, pageParams } from '../http/pagination.js';
-import type { RouteDoc } from '../http/route-docs.js';
+import { examplePage, PAGE_PARAMS, pageOf, pageParams, type Page } from '../http/pagination.js';
+import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
 import { EXAMPLE_USER_ID } from './auth.js';
 
@@ -21,7 +19,6 @@ import { EXAMPLE_USER_ID } from './auth.js';
  * lib/leads.ts moveLeadToStage.
  */
 export interface LeadRouteDeps {
-  auth: Authenticator;
   /** Plain `pg` (lib/leads.ts moves leads with it, the worker in its own transactions). */
   sql: SqlPool;
 }
@@ -79,82 +76,6 @@ const moveView = (m: LeadStageMove) => ({
 
 const moverOf = (p: Principal): LeadMover => (p.kind === 'session' ? { kind: 'operator', userId: p.userId } : { kind: 'api_token', apiTokenId: p.apiTokenId });
 
-export function leadRoutes({ auth, sql }: LeadRouteDeps): Router {
-  const router = Router();
-
-  /** Each lead's session count, latest session and last activity: two index lookups per lead (conversations_client_idx). */
-  async function summaries(companyId: number, leads: Lead[]): Promise<Map<number, SessionSummary>> {
-    if (leads.length === 0) return new Map();
-    const rows = await query<SessionSummary>(
-      sql,
-      'lead_sessions',
-      `select k.id as lead_id, n.conversation_count, last.id as last_conversation_id, last.status as last_status, last.channel, last.transport,
-              coalesce(last.last_message_at, last.created_at) as last_activity_at
-       from unnest($1::int[], $2::int[], $3::text[]) as k(id, integration_id, client_id)
-       cross join lateral (
-         select count(*)::int as conversation_count from conversations c
-         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
-       ) n
-       left join lateral (
-         select c.id, c.status, c.channel, c.transport, c.last_message_at, c.created_at from conversations c
-         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
-         order by c.id desc limit 1
-       ) last on true`,
-      [leads.map((l) => l.id), leads.map((l) => l.integrationId), leads.map((l) => l.clientId), companyId],
-    );
-    return new Map(rows.map((r) => [r.lead_id, r]));
-  }
-
-  async function load(tenant: TenantScope, id: number): Promise<Lead> {
-    const lead = await tenant.em.findOne(LeadSchema, { id });
-    if (!lead) throw notFound('Lead');
-    return lead;
-  }
-
-  async function fullView(tenant: TenantScope, lead: Lead) {
-    const [summary, conversations, moves] = await Promise.all([
-      summaries(tenant.companyId, [lead]),
-      tenant.em.find(ConversationSchema, { integrationId: lead.integrationId, clientId: lead.clientId }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
-      tenant.em.find(LeadStageMoveSchema, { leadId: lead.id }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
-    ]);
-    return { ...leadView(lead, summary.get(lead.id)), conversations: conversations.map((c) => conversationView(c)), moves: moves.map(moveView) };
-  }
-
-  router.get('/leads', auth.any, async (req, res) => {
-    const q = req.query as Record<string, unknown>;
-    const details: { field: string; message: string }[] = [];
-    const pipelineId = idFilter(q, 'pipelineId', details);
-    const stageId = idFilter(q, 'stageId', details);
-    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
-    const { limit, offset } = pageParams(q);
-    const tenant = req.tenant!;
-    const where = { ...(pipelineId !== undefined ? { pipelineId } : {}), ...(stageId !== undefined ? { stageId } : {}) };
-    const [leads, total] = await tenant.em.findAndCount(LeadSchema, where, { orderBy: { stageChangedAt: 'desc', id: 'desc' }, limit, offset });
-    const byLead = await summaries(tenant.companyId, leads);
-    res.json({ leads: leads.map((l) => leadView(l, byLead.get(l.id))), total, limit, offset });
-  });
-
-  router.get('/leads/:id', auth.any, async (req, res) => {
-    const tenant = req.tenant!;
-    res.json({ lead: await fullView(tenant, await load(tenant, idParam(req.params.id, 'Lead'))) });
-  });
-
-  /** Moves the lead to `stageId`: a stage of any pipeline of the company (400 otherwise). */
-  router.patch('/leads/:id', auth.any, async (req, res) => {
-    const tenant = req.tenant!;
-    const leadId = idParam(req.params.id, 'Lead');
-    const body = patchBody(req.body);
-    const outcome = await inTransaction(sql, (client) => moveLead(client, { companyId: tenant.companyId, leadId, stage: body.stageId, by: moverOf(req.principal!) }));
-    if (!outcome.ok && outcome.reason === 'lead_not_found') throw notFound('Lead');
-    if (!outcome.ok) {
-      throw new AppError('VALIDATION_ERROR', 'Invalid stageId.', { details: [{ field: 'stageId', message: 'is not a stage of a pipeline of this company' }] });
-    }
-    res.json({ lead: await fullView(tenant, await load(tenant, leadId)) });
-  });
-
-  return router;
-}
-
 const LEAD = object(
   {
     id: ID,
@@ -200,32 +121,107 @@ const EXAMPLE_LEAD_DETAIL = {
 };
 const ONE_LEAD = { schema: object({ lead: LEAD_DETAIL }), example: { lead: { ...EXAMPLE_LEAD_DETAIL, stageId: 2 } } };
 
-export const leadRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/leads', operationId: 'listLeads', tag: 'Leads', access: 'any',
-    summary: "The company's leads, most recently moved first, paged",
-    description: 'Every customer (helpdesk client, webchat visitor) is a lead, in the first stage of the default pipeline from their first message.',
-    params: [
-      { name: 'pipelineId', in: 'query', description: 'Only leads of this pipeline.', schema: ID },
-      { name: 'stageId', in: 'query', description: 'Only leads in this stage.', schema: ID },
-      ...PAGE_PARAMS,
-    ],
-    responses: { 200: { description: 'A page of leads.', schema: pageOf('leads', LEAD), example: examplePage('leads', EXAMPLE_LEAD) } },
-    errors: { VALIDATION_ERROR: 'a bad pipelineId, stageId, limit or offset' },
+/** `pipelineId`, `stageId` (filters) and the page of GET /api/leads; a bad filter is refused before a bad page. */
+const LIST_QUERY: QueryParams<{ pipelineId?: number; stageId?: number } & Page> = {
+  params: [
+    { name: 'pipelineId', in: 'query', description: 'Only leads of this pipeline.', schema: ID },
+    { name: 'stageId', in: 'query', description: 'Only leads in this stage.', schema: ID },
+    ...PAGE_PARAMS,
+  ],
+  parse: (q) => {
+    const details: { field: string; message: string }[] = [];
+    const pipelineId = idFilter(q, 'pipelineId', details);
+    const stageId = idFilter(q, 'stageId', details);
+    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    return { pipelineId, stageId, ...pageParams(q) };
   },
-  {
-    method: 'GET', path: '/leads/:id', operationId: 'getLead', tag: 'Leads', access: 'any',
-    summary: 'A lead with its sessions and its stage history',
-    params: [idPathParam('lead')],
-    responses: { 200: { description: 'The lead.', schema: object({ lead: LEAD_DETAIL }), example: { lead: EXAMPLE_LEAD_DETAIL } } },
-    errors: { NOT_FOUND: 'no such lead' },
-  },
-  {
-    method: 'PATCH', path: '/leads/:id', operationId: 'moveLead', tag: 'Leads', access: 'any',
-    summary: 'Move a lead to a stage (of any pipeline of the company)',
-    params: [idPathParam('lead')],
-    body: { validators: [patchBody], example: { stageId: 2 } },
-    responses: { 200: { description: 'The lead in its new stage, the move recorded.', ...ONE_LEAD } },
-    errors: { NOT_FOUND: 'no such lead', VALIDATION_ERROR: 'stageId missing, or not a stage of a pipeline of this company' },
-  },
-];
+};
+const LEAD_ID = idPathParam('lead');
+
+export function leadRoutes({ sql }: LeadRouteDeps): readonly Route[] {
+  /** Each lead's session count, latest session and last activity: two index lookups per lead (conversations_client_idx). */
+  async function summaries(companyId: number, leads: Lead[]): Promise<Map<number, SessionSummary>> {
+    if (leads.length === 0) return new Map();
+    const rows = await query<SessionSummary>(
+      sql,
+      'lead_sessions',
+      `select k.id as lead_id, n.conversation_count, last.id as last_conversation_id, last.status as last_status, last.channel, last.transport,
+              coalesce(last.last_message_at, last.created_at) as last_activity_at
+       from unnest($1::int[], $2::int[], $3::text[]) as k(id, integration_id, client_id)
+       cross join lateral (
+         select count(*)::int as conversation_count from conversations c
+         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
+       ) n
+       left join lateral (
+         select c.id, c.status, c.channel, c.transport, c.last_message_at, c.created_at from conversations c
+         where c.integration_id = k.integration_id and c.client_id = k.client_id and c.company_id = $4
+         order by c.id desc limit 1
+       ) last on true`,
+      [leads.map((l) => l.id), leads.map((l) => l.integrationId), leads.map((l) => l.clientId), companyId],
+    );
+    return new Map(rows.map((r) => [r.lead_id, r]));
+  }
+
+  async function load(tenant: TenantScope, id: number): Promise<Lead> {
+    const lead = await tenant.em.findOne(LeadSchema, { id });
+    if (!lead) throw notFound('Lead');
+    return lead;
+  }
+
+  async function fullView(tenant: TenantScope, lead: Lead) {
+    const [summary, conversations, moves] = await Promise.all([
+      summaries(tenant.companyId, [lead]),
+      tenant.em.find(ConversationSchema, { integrationId: lead.integrationId, clientId: lead.clientId }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
+      tenant.em.find(LeadStageMoveSchema, { leadId: lead.id }, { orderBy: { id: 'desc' }, limit: LEAD_HISTORY_LIMIT }),
+    ]);
+    return { ...leadView(lead, summary.get(lead.id)), conversations: conversations.map((c) => conversationView(c)), moves: moves.map(moveView) };
+  }
+
+  return [
+    defineRoute({
+      method: 'GET', path: '/leads', operationId: 'listLeads', tag: 'Leads', access: 'any',
+      summary: "The company's leads, most recently moved first, paged",
+      description: 'Every customer (helpdesk client, webchat visitor) is a lead, in the first stage of the default pipeline from their first message.',
+      query: LIST_QUERY,
+      responses: { 200: { description: 'A page of leads.', schema: pageOf('leads', LEAD), example: examplePage('leads', EXAMPLE_LEAD) } },
+      errors: { VALIDATION_ERROR: 'a bad pipelineId, stageId, limit or offset' },
+      handler: async ({ req, res, query: { pipelineId, stageId, limit, offset } }) => {
+        const tenant = req.tenant!;
+        const where = { ...(pipelineId !== undefined ? { pipelineId } : {}), ...(stageId !== undefined ? { stageId } : {}) };
+        const [leads, total] = await tenant.em.findAndCount(LeadSchema, where, { orderBy: { stageChangedAt: 'desc', id: 'desc' }, limit, offset });
+        const byLead = await summaries(tenant.companyId, leads);
+        res.json({ leads: leads.map((l) => leadView(l, byLead.get(l.id))), total, limit, offset });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/leads/:id', operationId: 'getLead', tag: 'Leads', access: 'any',
+      summary: 'A lead with its sessions and its stage history',
+      params: [LEAD_ID],
+      responses: { 200: { description: 'The lead.', schema: object({ lead: LEAD_DETAIL }), example: { lead: EXAMPLE_LEAD_DETAIL } } },
+      errors: { NOT_FOUND: 'no such lead' },
+      handler: async ({ req, res }) => {
+        const tenant = req.tenant!;
+        res.json({ lead: await fullView(tenant, await load(tenant, idParam(req.params.id, 'Lead'))) });
+      },
+    }),
+    /** Moves the lead to `stageId`: a stage of any pipeline of the company (400 otherwise). */
+    defineRoute({
+      method: 'PATCH', path: '/leads/:id', operationId: 'moveLead', tag: 'Leads', access: 'any',
+      summary: 'Move a lead to a stage (of any pipeline of the company)',
+      params: [LEAD_ID],
+      body: { validators: [patchBody], example: { stageId: 2 } },
+      responses: { 200: { description: 'The lead in its new stage, the move recorded.', ...ONE_LEAD } },
+      errors: { NOT_FOUND: 'no such lead', VALIDATION_ERROR: 'stageId missing, or not a stage of a pipeline of this company' },
+      load: (req) => idParam(req.params.id, 'Lead'),
+      handler: async ({ req, res, loaded: leadId, body }) => {
+        const tenant = req.tenant!;
+        const outcome = await inTransaction(sql, (client) => moveLead(client, { companyId: tenant.companyId, leadId, stage: body.stageId, by: moverOf(req.principal!) }));
+        if (!outcome.ok && outcome.reason === 'lead_not_found') throw notFound('Lead');
+        if (!outcome.ok) {
+          throw new AppError('VALIDATION_ERROR', 'Invalid stageId.', { details: [{ field: 'stageId', message: 'is not a stage of a pipeline of this company' }] });
+        }
+        res.json({ lead: await fullView(tenant, await load(tenant, leadId)) });
+      },
+    }),
+  ];
+}

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
@@ -18,6 +18,7 @@ import { UNMATCHED_ROUTE } from '../http/metrics.js';
 import { requestIdOf, requestTraceId } from '../http/request-ids.js';
 import { observeOnClose, type RequestObserver } from '../http/request-observer.js';
 import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { object } from '../http/schemas.js';
 import { idParam, idPathParam } from '../http/validate.js';
 import { WebhookActivity, type WebhookActivityOptions } from './activity.js';
@@ -63,8 +64,8 @@ export interface WebhookIngressDeps {
 }
 
 export interface WebhookIngress {
-  /** `GET /api/webhook/:connectorType/:integrationId` (endpoint verification), mounted in express. */
-  router: Router;
+  /** `GET /api/webhook/:connectorType/:integrationId` (endpoint verification), mounted in express at /api/webhook. */
+  routes: readonly Route[];
   /**
    * `POST /api/webhook/<connectorType>/<integrationId>`, served on the bare HTTP server ahead of
    * express (gateway/app.ts): the hot path needs none of the app-wide middleware. Returns false
@@ -213,11 +214,19 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     }
   }
 
-  const router = Router();
-  router.get('/:connectorType/:integrationId', async (req, res) => {
-    await lookup(req.params.connectorType as string, req.params.integrationId as string);
-    sendJson(res, VERIFIED_BODY);
-  });
+  const routes = [
+    defineRoute({
+      method: 'GET', path: '/:connectorType/:integrationId', operationId: 'verifyWebhook', tag: 'Webhooks', access: 'public',
+      summary: 'Endpoint verification for platforms that probe the webhook URL (no signature)',
+      params: WEBHOOK_PARAMS,
+      responses: { 200: { description: 'The integration exists for that connector.', schema: object({ ok: { const: true }, verified: { const: true } }), example: { ok: true, verified: true } } },
+      errors: { NOT_FOUND: 'unknown connector type, or no integration of that connector' },
+      handler: async ({ req, res }) => {
+        await lookup(req.params.connectorType as string, req.params.integrationId as string);
+        sendJson(res, VERIFIED_BODY);
+      },
+    }),
+  ];
 
   async function receive(req: IncomingMessage, res: ServerResponse, type: string, rawId: string): Promise<void> {
     const integration = await lookup(type, rawId);
@@ -301,7 +310,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   }
 
   return {
-    router,
+    routes,
     handlePost,
     cache,
     close: async () => {
@@ -314,17 +323,6 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
 const WEBHOOK_PARAMS: readonly ParamDoc[] = [
   { name: 'connectorType', in: 'path', description: 'The connector: `helpdesk` (Chat2Desk). `webchat` takes no webhooks (its widget speaks WebSocket).', schema: { type: 'string', enum: Object.keys(CONNECTORS) }, example: 'helpdesk' },
   idPathParam('integration', 'integrationId'),
-];
-
-/** `GET /api/webhook/:connectorType/:integrationId`: the router mounted at /api/webhook. */
-export const webhookRouteDocs: readonly RouteDoc[] = [
-  {
-    method: 'GET', path: '/:connectorType/:integrationId', operationId: 'verifyWebhook', tag: 'Webhooks', access: 'public',
-    summary: 'Endpoint verification for platforms that probe the webhook URL (no signature)',
-    params: WEBHOOK_PARAMS,
-    responses: { 200: { description: 'The integration exists for that connector.', schema: object({ ok: { const: true }, verified: { const: true } }), example: { ok: true, verified: true } } },
-    errors: { NOT_FOUND: 'unknown connector type, or no integration of that connector' },
-  },
 ];
 
 /** `POST /api/webhook/:connectorType/:integrationId`, served ahead of express (handlePost). */
