@@ -1,5 +1,5 @@
 import type { AnyEventObject } from 'xstate';
-import { conversationView, DEFAULT_HANDOFF_TEXT, messageView, type ConversationNotice, type ConversationView } from '../lib/conversations.js';
+import { conversationView, DEFAULT_HANDOFF_TEXT, messageView, type ConversationNotice, type ConversationNotices, type ConversationView } from '../lib/conversations.js';
 import { query, type SqlClient } from '../lib/db.js';
 import { moveLeadToStage } from '../lib/leads.js';
 import { attachTrace, traceOf, tracing, type Context } from '../lib/tracing.js';
@@ -20,12 +20,9 @@ import { deleteReceipts, updateReceipts, type NewReceipt } from './tables/receip
  * (EFFECTS): agent replies and handoff notices become messages with an outbox row, a lead
  * move and a helpdesk transfer are planned, and every change is logged as a transition. The
  * conversation rows are changed in memory and saved by `write`; the notices for the inspect
- * stream and the webchat are built from what the database returned.
+ * stream and the webchat are built from what the database returned, one publish per
+ * conversation.
  */
-export interface CompanyNotice {
-  companyId: number;
-  notice: ConversationNotice;
-}
 
 /**
  * How a transaction may insert outbox rows already `sending`: under the partition lease's
@@ -108,11 +105,11 @@ export function messageRowView(m: MessageRow) {
   });
 }
 
-/** The event without its type, JSON-safe (errors become their message). */
+/** The event without its type, as the log stores it (JSON; an error becomes its message). */
 function payloadOf(event: AnyEventObject): Record<string, unknown> {
   const { type: _type, ...rest } = event as Record<string, unknown>;
   if (rest.error instanceof Error) rest.error = rest.error.message;
-  return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
+  return rest;
 }
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -160,11 +157,18 @@ export class Plan {
   readonly opened: ConversationRow[] = [];
   /** After `write`: outbox rows inserted claimed, for this worker to send right after the commit. */
   claimed: OutboxSend[] = [];
-  /** After `write`: the notices to publish after the commit. */
-  notices: CompanyNotice[] = [];
+  /** After `write`: the notices to publish after the commit, by subject (names.conversationEvents): one publish per conversation. */
+  notices = new Map<string, ConversationNotices>();
 
-  /** `direct`: outbox rows may be inserted `sending` for this worker to send at once (null: all go through the sender's claim). */
-  constructor(direct: DirectSending | null = null) {
+  readonly #subjectOf: (companyId: number, conversationId: number) => string;
+
+  /**
+   * `subjectOf`: where a conversation's notices go (StreamNames.conversationEvents); `direct`:
+   * outbox rows may be inserted `sending` for this worker to send at once (null: all go
+   * through the sender's claim).
+   */
+  constructor(subjectOf: (companyId: number, conversationId: number) => string, direct: DirectSending | null = null) {
+    this.#subjectOf = subjectOf;
     this.#direct = direct;
   }
 
@@ -357,22 +361,28 @@ export class Plan {
       for (const send of this.claimed) attachTrace(send, traceOf(convs.get(send.conversation_id)!));
     }
     const at = new Map(written.transitions.map((t) => [messageKey(t.conversation_id, t.seq), t.at]));
-    this.notices = [];
+    // One view per conversation (after the writes), however many of its transitions this commit logged.
+    const views = new Map<ConversationRow, ConversationView>();
+    const viewOf = (conv: ConversationRow) => views.get(conv) ?? views.set(conv, conversationRowView(conv)).get(conv)!;
+    this.notices = new Map();
+    const add = (companyId: number, notice: ConversationNotice) => {
+      const subject = this.#subjectOf(companyId, notice.conversationId);
+      const list = this.notices.get(subject);
+      if (list) list.push(notice);
+      else this.notices.set(subject, [notice]);
+    };
     for (const n of this.#notices) {
-      if (n.kind === 'notice') this.notices.push({ companyId: n.companyId, notice: n.notice() });
+      if (n.kind === 'notice') add(n.companyId, n.notice());
       else if (n.kind === 'message') {
-        if (n.message.stored) this.notices.push({ companyId: n.conv.company_id, notice: { type: 'message', conversationId: n.conv.id, message: messageRowView(n.message.stored) } });
+        if (n.message.stored) add(n.conv.company_id, { type: 'message', conversationId: n.conv.id, message: messageRowView(n.message.stored) });
       } else {
         const t = n.t;
         const recordedAt = at.get(messageKey(t.conversation_id, t.seq)) ?? new Date();
-        this.notices.push({
-          companyId: n.conv.company_id,
-          notice: {
-            type: 'transition',
-            conversationId: n.conv.id,
-            transition: { seq: t.seq, at: new Date(recordedAt).toISOString(), event: t.event, payload: t.payload, from: t.from_state, to: t.to_state, actions: t.actions },
-            conversation: conversationRowView(n.conv),
-          },
+        add(n.conv.company_id, {
+          type: 'transition',
+          conversationId: n.conv.id,
+          transition: { seq: t.seq, at: new Date(recordedAt).toISOString(), event: t.event, payload: t.payload, from: t.from_state, to: t.to_state, actions: t.actions },
+          conversation: viewOf(n.conv),
         });
       }
     }

@@ -102,7 +102,7 @@ export interface StepsOptions {
 /** The statement that loads a batch: receipts written, conversations locked, message ids reserved. */
 const LOAD = `
   with l as (${lockedConversations('$1', '$2', '$3')}),
-  r as (${insertReceipts('$4', `coalesce(v.conversation_id, (select l.id from l where l.status <> 'closed' and l.integration_id = v.integration_id and l.client_id = v.client_id))`, 'client_id text')})
+  r as (${insertReceipts('$4', `(select id, integration_id, client_id from l where status <> 'closed')`)})
   select (select coalesce(json_agg(l), '[]') from l) as conversations,
          (select coalesce(json_agg(r), '[]') from r) as receipts,
          (${reserveMessageIds('$5')}) as ids`;
@@ -135,7 +135,7 @@ export class Steps {
 
   async #commit(steps: Step[]): Promise<StepResult[]> {
     const { outbox, leases } = this.#deps;
-    const plan = new Plan(outbox && leases ? { claimMs: outbox.claimMs, leases } : null);
+    const plan = new Plan(this.#deps.names.conversationEvents, outbox && leases ? { claimMs: outbox.claimMs, leases } : null);
     const started = tracing.enabled ? spanClock() : 0;
     let out: { results: StepResult[]; settled: AnswerSettlement[] };
     try {
@@ -384,11 +384,11 @@ export class Steps {
         logger.warn({ err, conversationId: c.id }, 'host: could not announce a webchat session (the gateway finds it when it rechecks)');
       }
     }
-    for (const { companyId, notice } of plan.notices) {
+    for (const [subject, notices] of plan.notices) {
       try {
-        nc.publish(names.conversationEvents(companyId, notice.conversationId), JSON.stringify(notice));
+        nc.publish(subject, JSON.stringify(notices));
       } catch (err) {
-        logger.warn({ err }, 'host: could not publish a conversation notice');
+        logger.warn({ err }, 'host: could not publish conversation notices');
       }
     }
     if (plan.unclaimedOutbox) outbox?.kick();

@@ -49,11 +49,28 @@ export interface TransitionView {
   actions: { type: string; params?: unknown; effect?: string }[];
 }
 
-/** What the worker publishes on names.conversationEvents(companyId, conversationId). */
+/**
+ * What changed in a conversation, as the worker tells it on
+ * names.conversationEvents(companyId, conversationId): each publish carries a JSON array of
+ * notices (`ConversationNotices`), in order, all of one conversation and one commit.
+ */
 export type ConversationNotice =
   | { type: 'transition'; conversationId: number; transition: TransitionView; conversation: ConversationView }
   | { type: 'message'; conversationId: number; message: MessageView }
   | { type: 'applied'; conversationId: number; idempotencyKey: string; outcome: 'applied' | 'duplicate' | 'not_found' | 'ignored'; conversation: ConversationView | null };
+
+/** One publish on names.conversationEvents: the notices of one conversation and one commit, in order. */
+export type ConversationNotices = ConversationNotice[];
+
+/** The notices of one publish (a malformed one has none). */
+export function noticesOf(data: Uint8Array): ConversationNotices {
+  try {
+    const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
+    return Array.isArray(parsed) ? (parsed as ConversationNotices) : [];
+  } catch {
+    return [];
+  }
+}
 
 const iso = (d: Date | string | null | undefined): string | null => (d === null || d === undefined ? null : new Date(d).toISOString());
 

@@ -1,5 +1,5 @@
 import type { Config } from '../../lib/config.js';
-import type { ConversationNotice } from '../../lib/conversations.js';
+import type { ConversationNotices } from '../../lib/conversations.js';
 import type { SqlPool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
@@ -215,9 +215,9 @@ export class OutboxSender {
     const message = finished.get(row.id);
     if (!message) return;
     const { nc, names } = this.#deps;
-    const notice: ConversationNotice = { type: 'message', conversationId: row.conversation_id, message: messageRowView(message) };
+    const notices: ConversationNotices = [{ type: 'message', conversationId: row.conversation_id, message: messageRowView(message) }];
     try {
-      nc.publish(names.conversationEvents(row.company_id, row.conversation_id), JSON.stringify(notice));
+      nc.publish(names.conversationEvents(row.company_id, row.conversation_id), JSON.stringify(notices));
       // The gateway holding the visitor's socket forwards it; a visitor who is away gets it on reconnect.
       if (outcome.push) publishWebchatPush(nc, names, { integrationId: row.integration_id, clientId: row.client_id }, outcome.push);
     } catch {

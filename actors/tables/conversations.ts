@@ -39,6 +39,8 @@ type Column = keyof typeof conversations.columns;
 
 /** What a session is opened with (the rest has defaults). */
 const OPENED: Column[] = ['company_id', 'integration_id', 'channel', 'client_id', 'partition', 'status', 'state', 'snapshot', 'channel_id', 'transport'];
+/** What an outbox send reads of its conversation (tables/outbox.ts). */
+const SENT_WITH: Column[] = ['status', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
 /** What a step may change (updated_at is set by the database). */
 const STEPPED: Column[] = ['status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'closed_at', 'hold_requested_at', 'channel_id', 'transport'];
 
@@ -56,11 +58,12 @@ export const lockedConversations = (ids: string, integrations: string, clients: 
     where o.status <> 'closed')
   order by c.id for update`;
 
-/** Saves the stepped rows of a JSON parameter; returns id and the new updated_at (and what the outbox's sends read: see tables/outbox.ts). */
+/** Saves the stepped rows of a JSON parameter; returns id and the new updated_at, and what an outbox send reads of its conversation (tables/outbox.ts). */
 export const updateConversations = (param: string) => `
   update conversations c set ${conversations.assignments(STEPPED)}, updated_at = now()
   from ${conversations.recordset(param, 'v', ['id', ...STEPPED])}
-  where c.id = v.id returning c.*`;
+  where c.id = v.id returning c.id, c.updated_at, ${conversations.list('c.', SENT_WITH)}`;
+
 
 export const transitions = new Table('conversation_transitions', {
   company_id: 'int',

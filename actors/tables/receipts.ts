@@ -22,13 +22,15 @@ export const receiptKey = (integrationId: number, key: string) => `${integration
 
 /**
  * Inserts the receipts of a JSON parameter; returns the keys that were new (the others were
- * applied before). `conversationId`: the expression of each one's conversation (by default
- * its own field); `extra`: more fields of the rows that expression reads (`name type, …`).
+ * applied before). `conversations`: a relation of open sessions (id, integration_id,
+ * client_id) that gives a receipt without a conversation of its own the open session of its
+ * `client_id` (a field of the rows beside the table's).
  */
-export const insertReceipts = (param: string, conversationId = 'v.conversation_id', extra = '') => `
+export const insertReceipts = (param: string, conversations?: string) => `
   insert into inbound_receipts (${receipts.list()})
-  select v.integration_id, v.idempotency_key, v.company_id, v.kind, v.outcome, ${conversationId}
-  from ${receipts.recordset(param, 'v', undefined, extra)}
+  select v.integration_id, v.idempotency_key, v.company_id, v.kind, v.outcome, ${conversations ? 'coalesce(v.conversation_id, s.id)' : 'v.conversation_id'}
+  from ${receipts.recordset(param, 'v', undefined, conversations ? 'client_id text' : '')}
+  ${conversations ? `left join ${conversations} s on s.integration_id = v.integration_id and s.client_id = v.client_id` : ''}
   on conflict do nothing returning integration_id, idempotency_key`;
 
 /** Sets outcome and conversation of receipts written earlier in the transaction (keys from a JSON parameter). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../lib/config.js';
-import type { ConversationNotice, ConversationView } from '../../lib/conversations.js';
+import { noticesOf, type ConversationNotice, type ConversationView } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { inboundPublisher, type InboundPublisher } from '../../lib/inbound.js';
 import type { Logger } from '../../lib/logger.js';
@@ -69,12 +69,7 @@ export class OperatorCommands {
       timer = setTimeout(() => resolve(null), this.#applyTimeoutMs);
       void (async () => {
         for await (const m of sub) {
-          try {
-            const notice = m.json<ConversationNotice>();
-            if (notice.type === 'applied' && notice.idempotencyKey === idempotencyKey) return resolve(notice);
-          } catch {
-            /* not ours */
-          }
+          for (const notice of noticesOf(m.data)) if (notice.type === 'applied' && notice.idempotencyKey === idempotencyKey) return resolve(notice);
         }
         resolve(null);
       })();

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Config } from '../../lib/config.js';
-import { conversationView, messageView, type ConversationNotice } from '../../lib/conversations.js';
+import { conversationView, messageView, noticesOf } from '../../lib/conversations.js';
 import { notFound } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
@@ -193,13 +193,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
         stream.signal.addEventListener('abort', () => sub.unsubscribe(), { once: true });
         stream.send('conversation', { conversation: toView(conv) });
         for await (const m of sub) {
-          try {
-            const notice = m.json<ConversationNotice>();
-            if (notice.type === 'applied') continue;
-            stream.send(notice.type, notice);
-          } catch {
-            /* skip malformed */
-          }
+          for (const notice of noticesOf(m.data)) if (notice.type !== 'applied') stream.send(notice.type, notice);
         }
         stream.end();
       },

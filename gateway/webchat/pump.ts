@@ -1,5 +1,5 @@
 import type { Subscription } from '@nats-io/transport-node';
-import type { ConversationNotice } from '../../lib/conversations.js';
+import { noticesOf } from '../../lib/conversations.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
@@ -138,17 +138,16 @@ export class SessionPump {
 
   #onNotice(data: Uint8Array, followed: Followed): void {
     if (!this.#follows(followed)) return;
-    try {
-      const notice = JSON.parse(Buffer.from(data).toString('utf8')) as ConversationNotice;
-      if (notice.type === 'applied') return;
+    const notices = noticesOf(data);
+    // A malformed publish is a trigger all the same.
+    if (notices.length === 0) return this.schedule();
+    for (const notice of notices) {
+      if (notice.type === 'applied') continue;
       if (notice.type === 'message') {
         if (notice.message.role === 'customer' && notice.message.externalId) this.#own.stored(notice.message.externalId, notice.message.seq, followed.id);
-        return this.schedule(notice.message.seq);
-      }
-    } catch {
-      /* a trigger all the same */
+        this.schedule(notice.message.seq);
+      } else this.schedule();
     }
-    this.schedule();
   }
 
   async #pumpOnce(): Promise<void> {

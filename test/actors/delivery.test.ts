@@ -1,4 +1,5 @@
 import t from 'tap';
+import { noticesOf } from '../../lib/conversations.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -198,9 +199,10 @@ t.test('a burst across many conversations: each reply sent once, in order per co
   const sub = svc.nc.subscribe(`${svc.config.natsPrefix}.conv.${user.companyId}.*`, {
     callback: (err, msg) => {
       if (err) return;
-      const notice = msg.json<{ type: string; message?: { text: string; delivery: string; externalId: string | null } }>();
-      if (notice.type !== 'message' || notice.message?.delivery !== 'sent' || !notice.message.text.startsWith('echo: burst')) return;
-      announced.set(notice.message.text, [...(announced.get(notice.message.text) ?? []), notice.message.externalId]);
+      for (const notice of noticesOf(msg.data)) {
+        if (notice.type !== 'message' || notice.message.delivery !== 'sent' || !notice.message.text.startsWith('echo: burst')) continue;
+        announced.set(notice.message.text, [...(announced.get(notice.message.text) ?? []), notice.message.externalId]);
+      }
     },
   });
   t.teardown(() => sub.unsubscribe());
