@@ -1,7 +1,7 @@
 import type { AnyEventObject, StateValue } from 'xstate';
 import { settleAnswers, type AnswerSettlement } from '../lib/credit.js';
 import { inTransaction, query, type SqlClient, type SqlPool } from '../lib/db.js';
-import { partitionOfEnvelope } from '../lib/inbound.js';
+import { conversationKey, partitionOfEnvelope } from '../lib/inbound.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
 import type { StreamNames } from '../lib/streams.js';
@@ -17,7 +17,7 @@ import { conversationRowView, Plan } from './plan.js';
 import { conversations, lockedConversations, openConversations, type ConversationRow } from './tables/conversations.js';
 import { reserveMessageIds } from './tables/messages.js';
 import type { OutboxSend } from './tables/outbox.js';
-import { insertReceipts, receiptKey, type NewReceipt } from './tables/receipts.js';
+import { insertReceipts, type NewReceipt } from './tables/receipts.js';
 
 /**
  * The step pipeline: every change to a conversation goes through here, in one place.
@@ -116,7 +116,7 @@ interface Loaded {
   ids: string[];
 }
 
-const convKey = (integrationId: number, clientId: string) => `${integrationId}\n${clientId}`;
+const receiptKey = (integrationId: number, key: string) => `${integrationId}\n${key}`;
 const envelopeOf = (step: Step): InboundEnvelope | null => (step.kind === 'message' || step.kind === 'status' || step.kind === 'operator' ? step.env : null);
 
 export class Steps {
@@ -155,7 +155,7 @@ export class Steps {
     const loaded = await this.#load(client, steps);
     const byId = new Map(loaded.conversations.map((c) => [c.id, conversations.fromJson(c)]));
     const open = new Map<string, ConversationRow>();
-    for (const c of byId.values()) if (c.status !== 'closed') open.set(convKey(c.integration_id, c.client_id), c);
+    for (const c of byId.values()) if (c.status !== 'closed') open.set(conversationKey(c.integration_id, c.client_id), c);
     const fresh = new Set(loaded.receipts.map((r) => receiptKey(r.integration_id, r.idempotency_key)));
     const isFresh = (env: InboundEnvelope) => fresh.has(receiptKey(env.integrationId, env.idempotencyKey));
     await this.#openSessions(client, plan, steps, open, isFresh);
@@ -187,7 +187,7 @@ export class Steps {
     const { byId, open, isFresh, now, told, settle } = ctx;
     switch (step.kind) {
       case 'message': {
-        const conv = open.get(convKey(step.env.integrationId, step.env.message.clientId)) ?? null;
+        const conv = open.get(conversationKey(step.env.integrationId, step.env.message.clientId)) ?? null;
         const id = ctx.id();
         // The conversation answers a message (this one redelivered, or an earlier one): that answer
         // is asked again first, and this message is applied (or found applied) after it.
@@ -200,7 +200,7 @@ export class Steps {
       }
       case 'status': {
         if (!isFresh(step.env)) return { conv: null, next: NONE };
-        const conv = (step.refConversationId !== null ? byId.get(step.refConversationId) : undefined) ?? open.get(convKey(step.env.integrationId, step.clientId)) ?? null;
+        const conv = (step.refConversationId !== null ? byId.get(step.refConversationId) : undefined) ?? open.get(conversationKey(step.env.integrationId, step.clientId)) ?? null;
         return this.#statusEvent(plan, step, conv);
       }
       case 'operator':
@@ -251,7 +251,7 @@ export class Steps {
     const missing = new Map<string, MessageEnvelope>();
     for (const step of steps) {
       if (step.kind !== 'message' || !isFresh(step.env)) continue;
-      const key = convKey(step.env.integrationId, step.env.message.clientId);
+      const key = conversationKey(step.env.integrationId, step.env.message.clientId);
       if (!open.has(key) && !missing.has(key)) missing.set(key, step.env);
     }
     if (missing.size === 0) return;
@@ -263,9 +263,9 @@ export class Steps {
       })),
     );
     for (const c of opened) {
-      open.set(convKey(c.integration_id, c.client_id), c);
+      open.set(conversationKey(c.integration_id, c.client_id), c);
       plan.opened.push(c);
-      const env = missing.get(convKey(c.integration_id, c.client_id))!;
+      const env = missing.get(conversationKey(c.integration_id, c.client_id))!;
       plan.settleReceipt({ integration_id: env.integrationId, idempotency_key: env.idempotencyKey, outcome: 'applied', conversation_id: c.id });
     }
   }
@@ -277,7 +277,7 @@ export class Steps {
       if (step.kind !== 'message' || !isFresh(step.env)) continue;
       const hours = step.route.behaviour.hours;
       if (hours?.outside !== 'message' || isOpen(hours, now)) continue;
-      const conv = open.get(convKey(step.env.integrationId, step.env.message.clientId));
+      const conv = open.get(conversationKey(step.env.integrationId, step.env.message.clientId));
       if (conv) ids.push(conv.id);
     }
     if (ids.length === 0) return new Set();

@@ -52,19 +52,6 @@ export function helpdeskId(value: string | number): string | number {
   return typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
-/** A helpdesk timestamp (ISO, "2024-05-01 10:00:00", "2024-05-01T10:00:00 UTC", or Unix seconds / ms) in ms, or null. */
-export function helpdeskTimeMs(value: unknown): number | null {
-  let ms = NaN;
-  if (typeof value === 'number') ms = value < 1e11 ? value * 1000 : value;
-  else if (typeof value === 'string' && value) {
-    if (/^\d+(\.\d+)?$/.test(value)) return helpdeskTimeMs(Number(value));
-    ms = Date.parse(value);
-    if (Number.isNaN(ms)) ms = Date.parse(value.replace(/\s*UTC$/i, 'Z').replace(' ', 'T'));
-    if (Number.isNaN(ms)) ms = Date.parse(`${value.replace(' ', 'T')}Z`);
-  }
-  return Number.isFinite(ms) ? ms : null;
-}
-
 /** What went wrong when no answer came back, in words for the user (after "the helpdesk"). */
 const TRANSPORT_FAILURE_TEXT: Partial<Record<OutboundErrorCode, string>> = {
   TIMEOUT: 'timed out',

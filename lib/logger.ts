@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { activeTraceFields } from './tracing.js';
+import { activeTraceFields, tracing } from './tracing.js';
 
 export type { Logger };
 
@@ -17,7 +17,7 @@ const REDACT = [
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     // mixin: a line logged inside a traced span carries its traceId and spanId.
-    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid }, mixin: activeTraceFields },
+    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid }, mixin: () => (tracing.enabled ? activeTraceFields() : {}) },
     destination,
   );
 }

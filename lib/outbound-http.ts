@@ -68,9 +68,16 @@ export function connectionPool(maxFreeSockets: number): ConnectionPool {
   };
 }
 
+/**
+ * Connections per server of the shared pools, at most: as many as stay open when idle (node's
+ * default 256), so a burst of sends to one helpdesk waits for a connection instead of opening
+ * more that are closed again as soon as they are free.
+ */
+const SOCKETS_PER_HOST = 256;
+const shared = { keepAlive: true, timeout: IDLE_SOCKET_MS, maxSockets: SOCKETS_PER_HOST, maxFreeSockets: SOCKETS_PER_HOST };
 const agents = {
-  trusted: { http: new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }), https: new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) },
-  guarded: { http: new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }), https: new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) },
+  trusted: { http: new HttpAgent(shared), https: new HttpsAgent(shared) },
+  guarded: { http: new HttpAgent(shared), https: new HttpsAgent(shared) },
 };
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);

@@ -79,3 +79,16 @@ export const helpdeskStatusSchema = {
     event_time: eventTime,
   },
 } as const;
+
+/** A helpdesk timestamp (ISO, "2024-05-01 10:00:00", "2024-05-01T10:00:00 UTC", or Unix seconds / ms) in ms, or null. */
+export function helpdeskTimeMs(value: unknown): number | null {
+  let ms = NaN;
+  if (typeof value === 'number') ms = value < 1e11 ? value * 1000 : value;
+  else if (typeof value === 'string' && value) {
+    if (/^\d+(\.\d+)?$/.test(value)) return helpdeskTimeMs(Number(value));
+    ms = Date.parse(value);
+    if (Number.isNaN(ms)) ms = Date.parse(value.replace(/\s*UTC$/i, 'Z').replace(' ', 'T'));
+    if (Number.isNaN(ms)) ms = Date.parse(`${value.replace(' ', 'T')}Z`);
+  }
+  return Number.isFinite(ms) ? ms : null;
+}

@@ -18,8 +18,6 @@ export const receipts = new Table('inbound_receipts', {
   conversation_id: 'int',
 } satisfies Record<keyof NewReceipt, SqlType>);
 
-export const receiptKey = (integrationId: number, key: string) => `${integrationId}\n${key}`;
-
 /**
  * Inserts the receipts of a JSON parameter; returns the keys that were new (the others were
  * applied before). `conversations`: a relation of open sessions (id, integration_id,

@@ -8,7 +8,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import { inboundPublisher } from '../../lib/inbound.js';
 import { streamNames } from '../../lib/streams.js';
-import { requestTraceId } from '../http/request-ids.js';
+import { requestTraceId } from '../http/request-observer.js';
 import type { RequestObserver } from '../http/request-observer.js';
 import type { RouteDoc } from '../http/route-docs.js';
 import { idPathParam } from '../http/validate.js';

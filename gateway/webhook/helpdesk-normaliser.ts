@@ -6,9 +6,9 @@ import {
   type HelpdeskMessagePayload,
   type HelpdeskStatusHook,
   type HelpdeskStatusPayload,
+  helpdeskTimeMs,
 } from '../../schema/helpdesk-payloads.js';
 import { AppError } from '../../lib/errors.js';
-import { helpdeskTimeMs } from '../../lib/helpdesk-client.js';
 import type { NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
 import { bodyValidator } from '../http/validate.js';
 

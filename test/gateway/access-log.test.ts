@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
-import { ACCESS_LOG_MESSAGE } from '../../gateway/http/access-log.js';
+import { ACCESS_LOG_MESSAGE } from '../../gateway/http/request-observer.js';
 import { createLogger } from '../../lib/logger.js';
 import { installTracing } from '../../lib/tracing.js';
 import { signUp, startTestService } from '../support/service.js';
