@@ -6,7 +6,7 @@ import { attachTrace, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { statusOf, stepConversation, type HostAction } from '../machines/conversation.js';
 import type { OutboxKind } from '../schema/conversation-entities.js';
 import type { AgentReplyParams, ConversationEvent, LeadStageParams, SessionTransferExternalParams } from '../schema/conversation.js';
-import { insertTransitions, updateConversations, upsertRefs, type ConversationRow, type NewRef, type NewTransition } from './tables/conversations.js';
+import { insertTransitions, steppedFields, updateConversations, upsertRefs, type ConversationRow, type NewRef, type NewTransition } from './tables/conversations.js';
 import { insertMessages, type MessageRow, type NewMessage } from './tables/messages.js';
 import { claimedSends, insertOutbox, sendFromJson, type NewOutboxRow, type OutboxSend } from './tables/outbox.js';
 import { deleteReceipts, updateReceipts, type NewReceipt } from './tables/receipts.js';
@@ -342,7 +342,7 @@ export class Plan {
             JSON.stringify(this.#transitions),
             // One row per key: an upsert may not touch the same row twice in one statement.
             JSON.stringify([...new Map(this.#refs.map((r) => [`${r.integration_id}:${r.kind}:${r.ref_id}:${r.conversation_id}`, r])).values()]),
-            JSON.stringify([...this.#touched]),
+            JSON.stringify([...this.#touched].map(steppedFields)),
             JSON.stringify(this.#receiptUpdates),
             JSON.stringify(this.#receiptDeletes),
           ])

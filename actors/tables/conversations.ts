@@ -42,7 +42,7 @@ const OPENED: Column[] = ['company_id', 'integration_id', 'channel', 'client_id'
 /** What an outbox send reads of its conversation (tables/outbox.ts). */
 const SENT_WITH: Column[] = ['status', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
 /** What a step may change (updated_at is set by the database). */
-const STEPPED: Column[] = ['status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'closed_at', 'hold_requested_at', 'channel_id', 'transport'];
+const STEPPED = ['status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'closed_at', 'hold_requested_at', 'channel_id', 'transport'] as const satisfies readonly Column[];
 
 /**
  * The rows of the step's conversations, locked in id order (two transactions locking
@@ -57,6 +57,13 @@ export const lockedConversations = (ids: string, integrations: string, clients: 
       on o.integration_id = k.integration_id and o.client_id = k.client_id
     where o.status <> 'closed')
   order by c.id for update`;
+
+/** What `updateConversations` reads of a row (its JSON carries nothing else). */
+export function steppedFields(c: ConversationRow): Partial<ConversationRow> {
+  const fields: Record<string, unknown> = { id: c.id };
+  for (const column of STEPPED) fields[column] = c[column];
+  return fields;
+}
 
 /** Saves the stepped rows of a JSON parameter; returns id and the new updated_at, and what an outbox send reads of its conversation (tables/outbox.ts). */
 export const updateConversations = (param: string) => `
