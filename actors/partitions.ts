@@ -18,7 +18,7 @@ import { ensureKvBucket, type StreamNames } from '../lib/streams.js';
  *
  * Fencing: each acquisition has an epoch, the KV revision of the claim. Revisions only grow,
  * so a later owner always has a larger epoch; outbox rows carry the epoch under which they
- * were sent (actors/dispatcher.ts). A lease counts as valid only until ttlMs - a safety
+ * were sent (actors/outbox/sender.ts). A lease counts as valid only until ttlMs - a safety
  * margin after the start of its last successful renewal, by this process's own clock: a
  * process that was stalled (SIGSTOP, a long GC pause) finds its leases invalid when it
  * resumes, before its first renewal even fails, and sends nothing under them.

@@ -59,7 +59,7 @@ export type Next =
   /** Waiting for the debounce deadline in the snapshot. */
   | { kind: 'collect' }
   /** Answering a message nobody here answers (a crash or another process left it so): ask again, then try the step again. */
-  | { kind: 'resume'; messageId: string };
+  | { kind: 'resume' };
 
 export interface StepResult {
   /** The conversation after the commit (null: the step found none). */
@@ -68,6 +68,7 @@ export interface StepResult {
 }
 
 const NONE: Next = { kind: 'none' };
+const RESUME: Next = { kind: 'resume' };
 
 const isActive = (state: StateValue, child: string): boolean => typeof state === 'object' && state !== null && (state as Record<string, unknown>).active === child;
 export const isAnswering = (state: StateValue): boolean => isActive(state, 'answering');
@@ -164,10 +165,10 @@ export class Steps {
     const told = await this.#toldOutsideHours(client, steps, open, isFresh, now);
     // The answers' model calls, settled at the transaction's end: each answered message's reservation released, a charged one debited.
     const settle: AnswerSettlement[] = [];
-    const local: (LocalAsk & { index: number })[] = [];
+    const local: LocalAsk[] = [];
     let reserved = 0;
-    const results = steps.map((step, index): StepResult => {
-      const result = this.#stepOne(plan, step, { byId, open, isFresh, now, told, settle, id: () => loaded.ids[reserved++]!, askLocally: (ask) => local.push({ index, ...ask }) });
+    const results = steps.map((step): StepResult => {
+      const result = this.#stepOne(plan, step, { byId, open, isFresh, now, told, settle, id: () => loaded.ids[reserved++]!, askLocally: (ask) => local.push(ask) });
       if (result.conv && tracing.enabled) attachTrace(result.conv, traceOf(envelopeOf(step) ?? step));
       return result;
     });
@@ -193,7 +194,7 @@ export class Steps {
         // is asked again first, and this message is applied (or found applied) after it.
         if (conv && isAnswering(conv.state)) {
           if (isFresh(step.env)) plan.dropReceipt({ integration_id: step.env.integrationId, idempotency_key: step.env.idempotencyKey });
-          return { conv, next: { kind: 'resume', messageId: conv.snapshot.context.lastCustomerMessageId ?? '' } };
+          return { conv, next: RESUME };
         }
         if (!isFresh(step.env) || !conv) return { conv, next: NONE };
         return this.#customerMessage(plan, step, conv, id, now, told.has(conv.id), ctx.askLocally);
@@ -213,7 +214,7 @@ export class Steps {
       case 'debounce': {
         const conv = byId.get(step.conversationId) ?? null;
         if (!conv) return { conv, next: NONE };
-        if (isAnswering(conv.state) && conv.snapshot.context.answerDueAt) return { conv, next: { kind: 'resume', messageId: conv.snapshot.context.lastCustomerMessageId ?? '' } };
+        if (isAnswering(conv.state) && conv.snapshot.context.answerDueAt) return { conv, next: RESUME };
         if (!isCollecting(conv.state)) return { conv, next: NONE };
         plan.step(conv, { type: 'debounce.elapsed', at: now.toISOString() });
         return { conv, next: this.#nextOf(conv, step.route, ctx.askLocally) };

@@ -3,7 +3,7 @@ import { inTransaction, query, type SqlClient, type SqlPool } from './db.js';
 /**
  * A company's credit as model calls see it: whether a call may be made (balance, daily spend
  * caps), the reservation a call holds while it runs, and its debit. Shared by the worker's
- * agents (actors/host/answers.ts, actors/agents/runner.ts) and the gateway's agent
+ * agents (actors/steps.ts, actors/agents/runner.ts) and the gateway's agent
  * evaluations (lib/agents/evaluate.ts).
  *
  * Reserve before, settle after (contract.md § Balance): a call is admitted only while the

@@ -5,10 +5,10 @@ import type { StreamNames } from './streams.js';
  * The pushes on a webchat visitor's outbound subject (`StreamNames.webchatOutbound`, core
  * NATS), from the worker to the gateway holding the visitor's sockets
  * (gateway/webchat/connection.ts):
- * - `session`: the visitor's conversation was opened (actors/host/commit.ts);
- * - `message`: a reply was sent; the gateway reads it from PostgreSQL (actors/dispatcher.ts).
+ * - `session`: the visitor's conversation was opened (actors/steps.ts);
+ * - `message`: a reply was sent; the gateway reads it from PostgreSQL (actors/outbox/sender.ts).
  *
- * Previews of an answer in the making (actors/host/webchat-live.ts):
+ * Previews of an answer in the making (actors/webchat-live.ts):
  * - `typing`: the agent started on an answer;
  * - `delta`: one piece of a streamed model answer. `stream` names one answer attempt and `n`
  *   counts its pieces from 0, so a socket that joins mid-stream (or misses a piece) forwards

@@ -6,8 +6,8 @@ import type { ConversationStatus, ReplySource } from './conversation.js';
 /**
  * Entities of the conversation engine (migration 0004). Company-owned like the others:
  * each carries `companyId` and the default-on `tenant` filter. Routes read them through a
- * tenant EntityManager; the worker writes them with plain SQL inside one transaction per
- * applied event (actors/store.ts).
+ * tenant EntityManager; the worker writes them with plain SQL in its group-commit
+ * transactions (actors/steps.ts; each table's SQL in actors/tables/).
  */
 const tenantFilter = {
   tenant: {

@@ -4,7 +4,7 @@ import { EntitySchema } from '@mikro-orm/core';
  * Leads (migration 0014): every customer of a company is a lead in a pipeline, keyed by
  * (integration, client id), the same key as the customer's sessions (its conversations).
  * Company-owned like the others: each carries `companyId` and the default-on `tenant`
- * filter. The worker creates leads with plain SQL (actors/store.ts); lib/leads.ts moves them.
+ * filter. The worker creates leads with plain SQL (actors/tables/conversations.ts); lib/leads.ts moves them.
  */
 const tenantFilter = {
   tenant: {
