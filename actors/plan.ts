@@ -120,18 +120,25 @@ type NoticeSource =
   | { kind: 'transition'; conv: ConversationRow; t: NewTransition }
   | { kind: 'notice'; companyId: number; notice: () => ConversationNotice };
 
-const PLAN_WRITE = `
+/**
+ * The plan's one statement. Receipts to settle or drop (a session opened, a status event for
+ * none, a message put back) are rare: the statement without them is planned cheaper, and a
+ * prepared statement is planned at every run here (lib/db.ts: plan_cache_mode).
+ */
+const planWrite = (receipts: boolean) => `
   with m as (${insertMessages('$1')}),
   o as (${insertOutbox('$2', 'm', '$3')}),
   t as (${insertTransitions('$4')}),
   r as (${upsertRefs('$5')}),
-  c as (${updateConversations('$6')}),
+  c as (${updateConversations('$6')})${receipts ? `,
   ru as (${updateReceipts('$7')}),
-  rd as (${deleteReceipts('$8')})
+  rd as (${deleteReceipts('$8')})` : ''}
   select (select coalesce(json_agg(json_build_object('id', m.id::text, 'conversation_id', m.conversation_id, 'seq', m.seq, 'created_at', m.created_at)), '[]') from m) as messages,
          (select coalesce(json_agg(t), '[]') from t) as transitions,
          (select coalesce(json_agg(json_build_object('id', c.id, 'updated_at', c.updated_at)), '[]') from c) as conversations,
          (select coalesce(json_agg(s), '[]') from (${claimedSends('o', 'c', 'm')}) s) as claimed`;
+const PLAN_WRITE = planWrite(false);
+const PLAN_WRITE_WITH_RECEIPTS = planWrite(true);
 
 interface PlanWritten {
   messages: { id: string; conversation_id: number; seq: number; created_at: string }[];
@@ -330,11 +337,12 @@ export class Plan {
   async write(client: SqlClient): Promise<void> {
     if (this.leadMoves.length > 0) await this.#moveLeads(client);
     if (this.transfers.length > 0) await this.#planTransfers(client);
+    const receipts = this.#receiptUpdates.length > 0 || this.#receiptDeletes.length > 0;
     const nothing = this.#messages.length === 0 && this.#transitions.length === 0 && this.#refs.length === 0 && this.#touched.size === 0 && this.#receiptUpdates.length === 0 && this.#receiptDeletes.length === 0;
     const written: PlanWritten = nothing
       ? { messages: [], transitions: [], conversations: [], claimed: [] }
       : (
-          await query<PlanWritten>(client, 'plan_write', PLAN_WRITE, [
+          await query<PlanWritten>(client, receipts ? 'plan_write_receipts' : 'plan_write', receipts ? PLAN_WRITE_WITH_RECEIPTS : PLAN_WRITE, [
             // A reply that conflicts (one reply per answered message) is not stored: its outbox row neither.
             JSON.stringify(this.#messages.map((m) => m.row)),
             JSON.stringify(this.#outboxRows()),
@@ -343,8 +351,7 @@ export class Plan {
             // One row per key: an upsert may not touch the same row twice in one statement.
             JSON.stringify([...new Map(this.#refs.map((r) => [`${r.integration_id}:${r.kind}:${r.ref_id}:${r.conversation_id}`, r])).values()]),
             JSON.stringify([...this.#touched].map(steppedFields)),
-            JSON.stringify(this.#receiptUpdates),
-            JSON.stringify(this.#receiptDeletes),
+            ...(receipts ? [JSON.stringify(this.#receiptUpdates), JSON.stringify(this.#receiptDeletes)] : []),
           ])
         )[0]!;
     const updatedAt = new Map(written.conversations.map((u) => [u.id, new Date(u.updated_at)]));
