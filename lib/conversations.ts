@@ -62,11 +62,15 @@ export type ConversationNotice =
 /** One publish on names.conversationEvents: the notices of one conversation and one commit, in order. */
 export type ConversationNotices = ConversationNotice[];
 
-/** The notices of one publish (a malformed one has none). */
+/**
+ * The notices of one publish (a malformed one has none). A single notice, as workers before
+ * the arrays published, is read too: gateways upgraded first keep hearing older workers.
+ */
 export function noticesOf(data: Uint8Array): ConversationNotices {
   try {
     const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
-    return Array.isArray(parsed) ? (parsed as ConversationNotices) : [];
+    if (Array.isArray(parsed)) return parsed as ConversationNotices;
+    return parsed !== null && typeof parsed === 'object' && typeof (parsed as { type?: unknown }).type === 'string' ? [parsed as ConversationNotice] : [];
   } catch {
     return [];
   }
