@@ -17,6 +17,7 @@ import { Migration0016KnowledgeSynonyms } from './0016-knowledge-synonyms.js';
 import { Migration0017SynonymEntries } from './0017-synonym-entries.js';
 import { Migration0018AnswerDecisions } from './0018-answer-decisions.js';
 import { Migration0019DropRedundantMessageKeys } from './0019-drop-redundant-message-keys.js';
+import { Migration0020ConversationChildrenCascade } from './0020-conversation-children-cascade.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   { name: '0017-synonym-entries', class: Migration0017SynonymEntries },
   { name: '0018-answer-decisions', class: Migration0018AnswerDecisions },
   { name: '0019-drop-redundant-message-keys', class: Migration0019DropRedundantMessageKeys },
+  { name: '0020-conversation-children-cascade', class: Migration0020ConversationChildrenCascade },
 ];
