@@ -4,6 +4,7 @@ import type { WebSocket } from 'ws';
 import type { InboundPublisher } from '../../lib/inbound.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
+import type { ConversationStatus } from '../../schema/conversation.js';
 import type { StreamNames } from '../../lib/streams.js';
 import { inSpan, SpanKind } from '../../lib/tracing.js';
 import type { LivePush } from '../../lib/webchat-pushes.js';
@@ -12,10 +13,10 @@ import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { FrameError, type ServerFrame } from './frames.js';
 import type { TokenBuckets } from './limits.js';
 import { OwnMessages } from './own-messages.js';
-import { Previews } from './previews.js';
-import { SessionPump } from './pump.js';
+import { Previews, type PreviewsDeps } from './previews.js';
+import { SessionPump, type PumpOutput } from './pump.js';
 import type { SessionReads } from './sessions.js';
-import { VisitorSocket, type SessionFrame, type SocketLimits } from './socket.js';
+import { VisitorSocket, type SessionFrame, type SocketEvents, type SocketLimits } from './socket.js';
 import type { VisitorTokens } from './visitor-token.js';
 
 /**
@@ -41,6 +42,9 @@ import type { VisitorTokens } from './visitor-token.js';
  * message, which is not published; the socket stays open.
  *
  * `hello`, `message` and session switches run one at a time, in order (the frame chain).
+ *
+ * The connection is what its parts call back (SocketEvents, PumpOutput, PreviewsDeps): methods,
+ * not closures made per socket (socket.ts says why).
  */
 export interface ConnectionContext {
   reads: SessionReads;
@@ -63,7 +67,7 @@ export interface ConnectionLimits extends SocketLimits {
   stallMs: number;
 }
 
-export class VisitorConnection {
+export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps {
   readonly #ctx: ConnectionContext;
   readonly #integration: { id: number; companyId: number };
   /** The client address the socket is counted under (limits.ts addressKey). */
@@ -86,25 +90,14 @@ export class VisitorConnection {
     this.#integration = { id: integration.id, companyId: integration.companyId };
     this.#address = address;
     this.#onClose = onClose;
-    this.#socket = new VisitorSocket(ws, { limits: ctx.limits, now: ctx.now, logger: ctx.logger, integrationId: integration.id }, {
-      frame: (frame) => this.#enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : this.#message(frame))),
-      closed: () => this.#cleanup(),
-    });
-    const send = (frame: ServerFrame) => this.#socket.send(frame);
-    this.#own = new OwnMessages(send);
+    this.#socket = new VisitorSocket(ws, { limits: ctx.limits, now: ctx.now, logger: ctx.logger, integrationId: integration.id }, this);
+    this.#own = new OwnMessages(this.#socket);
     this.#pump = new SessionPump(
-      { reads: ctx.reads, nc: ctx.nc, names: ctx.names, logger: ctx.logger, companyId: integration.companyId, stallMs: ctx.limits.stallMs, closed: () => this.#socket.closed },
+      { reads: ctx.reads, nc: ctx.nc, names: ctx.names, logger: ctx.logger, companyId: integration.companyId, stallMs: ctx.limits.stallMs, socket: this.#socket },
       this.#own,
-      {
-        message: (frame) => this.#showMessage(frame),
-        status: (status) => {
-          // A human took over or the session ended: a preview still shown is over.
-          this.#previews.end();
-          send({ type: 'status', status });
-        },
-      },
+      this,
     );
-    this.#previews = new Previews({ send, following: () => this.#pump.conversationId, enqueue: (work) => this.#enqueue(work), follow: () => this.#switchSession() });
+    this.#previews = new Previews(this);
     this.#helloTimer = setTimeout(() => this.close(1008, 'hello expected'), ctx.limits.helloTimeoutMs);
     this.#helloTimer.unref();
   }
@@ -129,8 +122,28 @@ export class VisitorConnection {
     this.#socket.terminate();
   }
 
+  onFrame(frame: SessionFrame): void {
+    this.enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : this.#message(frame)));
+  }
+
+  send(frame: ServerFrame): void {
+    this.#socket.send(frame);
+  }
+
+  /** A stored message; an agent's or operator's ends the preview of the reply being written. */
+  showMessage(frame: Extract<ServerFrame, { type: 'message' }>): void {
+    if (frame.role !== 'customer') this.#previews.replied();
+    this.#socket.send(frame);
+  }
+
+  showStatus(status: ConversationStatus): void {
+    // A human took over or the session ended: a preview still shown is over.
+    this.#previews.end();
+    this.#socket.send({ type: 'status', status });
+  }
+
   /** Frames and session switches run one at a time, in order. */
-  #enqueue(work: () => Promise<void>): void {
+  enqueue(work: () => Promise<void>): void {
     this.#chain = this.#chain
       .then(() => (this.#socket.closed ? undefined : work()))
       .catch((err: unknown) => {
@@ -199,7 +212,7 @@ export class VisitorConnection {
    * The visitor's open session is another one than this socket's (the worker opened it for
    * a message of this or another socket of the visitor): that session, from seq 1.
    */
-  async #switchSession(): Promise<void> {
+  async followOpenSession(): Promise<void> {
     if (!this.#visitor) return;
     const session = await this.#ctx.reads.openSession(this.#integration.id, this.#visitor.id);
     if (!session || session.id === this.#pump.conversationId) return;
@@ -258,19 +271,13 @@ export class VisitorConnection {
     }
     if (typeof push.conversationId !== 'number') return this.#pump.schedule();
     if (push.type === 'typing' || push.type === 'delta') return this.#previews.push(push as LivePush);
-    if (push.conversationId !== this.#pump.conversationId) return this.#enqueue(() => this.#switchSession());
+    if (push.conversationId !== this.#pump.conversationId) return this.enqueue(() => this.followOpenSession());
     // A reply the pump skipped as stalled has gone out after all: show it now.
     if (push.type === 'message' && typeof push.seq === 'number' && this.#pump.releaseStalled(push.seq)) {
       const role = push.role === 'operator' ? 'operator' : 'agent';
-      return this.#showMessage({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
+      return this.showMessage({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
     }
     this.#pump.schedule(push.type === 'message' && typeof push.seq === 'number' ? push.seq : undefined);
-  }
-
-  /** A stored message; an agent's or operator's ends the preview of the reply being written. */
-  #showMessage(frame: Extract<ServerFrame, { type: 'message' }>): void {
-    if (frame.role !== 'customer') this.#previews.replied();
-    this.#socket.send(frame);
   }
 
   /** Safety net for a lost notice (core NATS is at-most-once): look the messages awaiting their ack up. */
@@ -278,7 +285,7 @@ export class VisitorConnection {
     if (this.#recheckTimer || this.#socket.closed) return;
     this.#recheckTimer = setTimeout(() => {
       this.#recheckTimer = null;
-      this.#enqueue(() => this.#recheck());
+      this.enqueue(() => this.#recheck());
     }, this.#ctx.limits.ackRecheckMs);
     this.#recheckTimer.unref();
   }
@@ -294,11 +301,11 @@ export class VisitorConnection {
     }
     // Stored in a session the socket does not follow (the worker reopened one): follow it;
     // its pump acks the visitor's own messages.
-    if (moved) await this.#switchSession();
+    if (moved) await this.followOpenSession();
     if (this.#own.awaiting().length > 0) this.#armRecheck();
   }
 
-  #cleanup(): void {
+  onSocketClosed(): void {
     for (const timer of [this.#helloTimer, this.#recheckTimer]) if (timer) clearTimeout(timer);
     this.#helloTimer = this.#recheckTimer = null;
     this.#pump.stop();

@@ -8,14 +8,15 @@ const MAX_REMEMBERED = 1000;
  * visitor get it as one, and a replay includes it.
  */
 export class OwnMessages {
-  readonly #send: (frame: ServerFrame) => void;
+  /** Where acks go (the visitor's socket). */
+  readonly #out: { send(frame: ServerFrame): void };
   /** clientMessageIds sent on this socket (the latest MAX_REMEMBERED). */
   readonly #sent = new Set<string>();
   /** clientMessageId → acks owed: queued, not yet seen stored. */
   readonly #owed = new Map<string, number>();
 
-  constructor(send: (frame: ServerFrame) => void) {
-    this.#send = send;
+  constructor(out: { send(frame: ServerFrame): void }) {
+    this.#out = out;
   }
 
   sent(clientMessageId: string): void {
@@ -44,7 +45,7 @@ export class OwnMessages {
     const n = this.#owed.get(clientMessageId);
     if (!n) return;
     this.#owed.delete(clientMessageId);
-    for (let i = 0; i < n; i++) this.#send({ type: 'ack', clientMessageId, seq, conversationId });
+    for (let i = 0; i < n; i++) this.#out.send({ type: 'ack', clientMessageId, seq, conversationId });
   }
 
   /** The messages still waiting for their ack. */

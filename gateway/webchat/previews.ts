@@ -1,14 +1,15 @@
 import type { LivePush } from '../../lib/webchat-pushes.js';
 import type { ServerFrame } from './frames.js';
 
+/** The socket's owner (its methods, not per-socket closures: socket.ts SocketEvents). */
 export interface PreviewsDeps {
-  send: (frame: ServerFrame) => void;
+  send(frame: ServerFrame): void;
   /** The session the socket follows. */
-  following: () => number | null;
+  readonly conversationId: number | null;
   /** Runs work in the socket's frame chain (behind a session switch in progress). */
-  enqueue: (work: () => Promise<void>) => void;
+  enqueue(work: () => Promise<void>): void;
   /** Follows the visitor's open session (a `welcome`, then its messages). */
-  follow: () => Promise<void>;
+  followOpenSession(): Promise<void>;
 }
 
 /**
@@ -38,12 +39,12 @@ export class Previews {
    * reply was sent meanwhile (it would show after its own reply).
    */
   push(push: LivePush): void {
-    if (push.conversationId === this.#deps.following() && this.#queued === 0) return this.#forward(push);
+    if (push.conversationId === this.#deps.conversationId && this.#queued === 0) return this.#forward(push);
     const replies = this.#repliesSent;
     this.#queued++;
     this.#deps.enqueue(async () => {
       try {
-        if (push.conversationId !== this.#deps.following()) await this.#deps.follow();
+        if (push.conversationId !== this.#deps.conversationId) await this.#deps.followOpenSession();
         if (this.#repliesSent === replies) this.#forward(push);
       } finally {
         this.#queued--;
@@ -63,7 +64,7 @@ export class Previews {
   }
 
   #forward(push: LivePush): void {
-    if (push.conversationId !== this.#deps.following()) return;
+    if (push.conversationId !== this.#deps.conversationId) return;
     if (push.type === 'typing') return this.#deps.send({ type: 'typing', role: 'agent' });
     if (typeof push.stream !== 'string' || typeof push.n !== 'number' || typeof push.text !== 'string') return;
     if (push.n === 0 && this.#stream === null) this.#stream = { id: push.stream, next: 0 };

@@ -16,15 +16,16 @@ export interface PumpDeps {
   companyId: number;
   /** An agent / operator message still `pending` after this long no longer holds later ones back. */
   stallMs: number;
-  /** The socket is gone: nothing more is read or sent. */
-  closed: () => boolean;
+  /** The visitor's socket: once it is closed, nothing more is read or sent. */
+  socket: { readonly closed: boolean };
 }
 
+/** Where the pump's frames go (methods of the socket's owner, not per-socket closures: socket.ts SocketEvents). */
 export interface PumpOutput {
   /** A stored message the visitor has not been shown. */
-  message: (frame: Extract<ServerFrame, { type: 'message' }>) => void;
+  showMessage(frame: Extract<ServerFrame, { type: 'message' }>): void;
   /** The session's status changed. */
-  status: (status: ConversationStatus) => void;
+  showStatus(status: ConversationStatus): void;
 }
 
 /** The session a socket follows. */
@@ -99,7 +100,7 @@ export class SessionPump {
    */
   schedule(seq = Infinity): void {
     const followed = this.#followed;
-    if (this.#deps.closed() || !followed || seq <= followed.delivered) return;
+    if (this.#deps.socket.closed || !followed || seq <= followed.delivered) return;
     void this.pump(seq);
   }
 
@@ -113,9 +114,9 @@ export class SessionPump {
       do {
         this.#wanted = 0;
         await this.#pumpOnce();
-      } while (this.#wanted > (this.#followed?.delivered ?? Infinity) && !this.#deps.closed());
+      } while (this.#wanted > (this.#followed?.delivered ?? Infinity) && !this.#deps.socket.closed);
     } catch (err) {
-      if (!this.#deps.closed()) {
+      if (!this.#deps.socket.closed) {
         this.#deps.logger.warn({ err, conversationId: this.conversationId }, 'webchat: could not read the session; retrying');
         const retry = setTimeout(() => this.schedule(), 1000);
         retry.unref();
@@ -167,7 +168,7 @@ export class SessionPump {
         }
         if (verdict === 'stalled') followed.stalled.add(m.seq);
         else if (verdict === 'own') this.#own.stored(m.external_id!, m.seq, followed.id);
-        else if (verdict === 'send') this.#out.message({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
+        else if (verdict === 'send') this.#out.showMessage({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
         followed.delivered = m.seq;
       }
       if (blockedAt || read.messages.length < MESSAGES_PER_READ) break;
@@ -176,13 +177,13 @@ export class SessionPump {
     if (!status) return;
     if (status !== followed.status) {
       followed.status = status;
-      this.#out.status(status);
+      this.#out.showStatus(status);
     }
   }
 
   /** Still following that session (a pump of one followed before stops). */
   #follows(followed: Followed): boolean {
-    return followed === this.#followed && !this.#deps.closed();
+    return followed === this.#followed && !this.#deps.socket.closed;
   }
 
   /** Look again once the pending message counts as stalled (its dispatcher may be gone). */

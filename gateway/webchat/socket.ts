@@ -13,10 +13,14 @@ export interface SocketLimits {
 /** The frames the visitor's session answers; `ping` and `typing` are the socket's own. */
 export type SessionFrame = Extract<ClientFrame, { type: 'hello' | 'message' }>;
 
+/**
+ * What the socket tells its owner. Methods of the owner, not closures: a socket is held per
+ * visitor, and under tsx every named closure carries its own property store (~300 bytes).
+ */
 export interface SocketEvents {
-  frame: (frame: SessionFrame) => void;
+  onFrame(frame: SessionFrame): void;
   /** Once, when the socket has closed. */
-  closed: () => void;
+  onSocketClosed(): void;
 }
 
 /**
@@ -41,14 +45,15 @@ export class VisitorSocket {
     this.#now = options.now;
     this.#tokens = options.limits.frameBurst;
     this.#refilledAt = options.now();
-    ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary, events.frame));
+    ws.on('message', (data, isBinary) => this.#onFrame(data, isBinary, events));
     ws.on('pong', () => {
       this.#alive = true;
     });
     ws.on('error', (err) => options.logger.debug({ err, integrationId: options.integrationId }, 'webchat: socket error'));
-    ws.once('close', () => {
+    // `on`, not `once`: ws emits 'close' once, and a once-wrapper costs each held socket ~350 bytes.
+    ws.on('close', () => {
       this.#closed = true;
-      events.closed();
+      events.onSocketClosed();
     });
   }
 
@@ -92,7 +97,7 @@ export class VisitorSocket {
     this.#ws.terminate();
   }
 
-  #onFrame(data: RawData, isBinary: boolean, handle: SocketEvents['frame']): void {
+  #onFrame(data: RawData, isBinary: boolean, events: SocketEvents): void {
     if (this.#closed) return;
     this.#alive = true;
     if (!this.#takeToken()) {
@@ -111,7 +116,7 @@ export class VisitorSocket {
     if (frame.type === 'ping') return this.send({ type: 'pong' });
     // The visitor's typing is accepted silently.
     if (frame.type === 'typing') return;
-    handle(frame);
+    events.onFrame(frame);
   }
 
   /** The flood limit's token bucket. */
