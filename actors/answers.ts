@@ -9,7 +9,7 @@ import { Batcher } from './batcher.js';
 import type { FairSlots, Slot } from './fair-slots.js';
 import type { ItemResult, Lane } from './lanes.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAnswering, type Steps } from './steps.js';
+import { askAgent, isAnswering, type Steps } from './steps.js';
 import type { ConversationRow } from './tables/conversations.js';
 import { countAnswerAttempts, messageText } from './tables/messages.js';
 import type { WebchatLive } from './webchat-live.js';
@@ -78,7 +78,7 @@ export class Answers {
   /** The conversation is answering a message (a crash or another process left it so): asks again for it. */
   resume(lane: Lane, conv: ConversationRow): void {
     const messageId = conv.snapshot.context.lastCustomerMessageId;
-    if (!messageId || lane.agentTask) return;
+    if (!messageId || lane.inflight) return;
     this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: resuming an answer that was in flight');
     // Every message of a debounce window, as the machine collected them (older snapshots: the message alone).
     const collected = collectedText(conv.snapshot.context);
@@ -103,18 +103,16 @@ export class Answers {
 
   #track(lane: Lane, conversationId: number, messageId: string, work: (signal: AbortSignal) => Promise<ItemResult>): Promise<ItemResult> {
     const controller = new AbortController();
-    lane.inflight = { conversationId, messageId, controller };
     const task = work(controller.signal)
       .catch((err: unknown) => {
         this.#deps.logger.warn({ err, conversationId, messageId }, 'host: the answer could not be worked out now; the message is redelivered');
         return 'nak' as const;
       })
       .finally(() => {
-        lane.agentTask = null;
         lane.inflight = null;
         this.#deps.evictIfIdle(lane);
       });
-    lane.agentTask = task;
+    lane.inflight = { conversationId, messageId, controller, task };
     return task;
   }
 
@@ -170,11 +168,7 @@ export class Answers {
   async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, how: { signal: AbortSignal; slot: Slot; onDelta?: (text: string) => void }): Promise<AnyEventObject> {
     const { signal } = how;
     try {
-      const output = await this.#deps.agent.answer({
-        companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, firstMessage: conv.message_seq <= 1, signal, slot: how.slot,
-        ...(how.onDelta ? { onDelta: how.onDelta } : {}),
-      });
-      return { type: 'xstate.done.actor.agent', output };
+      return await askAgent(this.#deps.agent, { conv, messageId, text, agentId }, { signal, slot: how.slot, ...(how.onDelta ? { onDelta: how.onDelta } : {}) });
     } catch (err) {
       if (!signal.aborted) throw err;
       return this.#cancelled(conv.id, messageId, err);

@@ -56,11 +56,6 @@ export class DebounceTimers {
     this.#deps = deps;
   }
 
-  /** Conversations waiting for their deadline now. */
-  get size(): number {
-    return this.#timers.size;
-  }
-
   /** Arms (or moves) the conversation's timer to its answerDueAt; a conversation without one has none. */
   arm(conv: ConversationRow): void {
     const due = isCollecting(conv.state) ? conv.snapshot.context.answerDueAt : null;

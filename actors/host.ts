@@ -2,12 +2,8 @@ import { DEFAULT_MODEL_MAX_CONCURRENCY } from '../lib/config.js';
 import type { SqlPool } from '../lib/db.js';
 import { isDataError, sqlState } from '../lib/pg-errors.js';
 import { conversationKey, conversationKeyOf, type InboundPublisher } from '../lib/inbound.js';
-import type { Logger } from '../lib/logger.js';
-import type { NatsConnection } from '../lib/nats.js';
-import type { StreamNames } from '../lib/streams.js';
 import { attachActiveTrace, inContext, traceOf, tracing } from '../lib/tracing.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
-import type { AgentRunner } from './agents/types.js';
 import { Answers } from './answers.js';
 import { DebounceTimers, type DueDeadline } from './debounce.js';
 import { FairSlots } from './fair-slots.js';
@@ -37,15 +33,8 @@ import { WebchatLive } from './webchat-live.js';
  * a rejected receipt and acked: no retry could store it.
  */
 export { MAX_ANSWER_ATTEMPTS } from './answers.js';
-export type { ItemResult } from './lanes.js';
 
 export interface HostDeps extends Omit<StepsDeps, 'now'> {
-  sql: SqlPool;
-  nc: NatsConnection;
-  names: StreamNames;
-  partitions: number;
-  logger: Logger;
-  agent: AgentRunner;
   /** Publishes a status event to its conversation's partition (lib/inbound.ts). */
   publisher: InboundPublisher;
   /** Where answer attempts are counted: a pool whose commits need not wait for the disk (default: `sql`). */
@@ -147,7 +136,7 @@ export class ConversationHost {
   /** A step that waits for the answer its conversation is working out, then does what the step leaves to do. */
   async #inTurn(lane: Lane, stepOf: () => Promise<Extract<Step, { kind: 'message' | 'debounce' }>>): Promise<Applied> {
     for (;;) {
-      while (lane.agentTask) await lane.agentTask;
+      while (lane.inflight) await lane.inflight.task;
       const step = await stepOf();
       const { conv, next } = await this.#steps.submit(step);
       switch (next.kind) {
@@ -163,7 +152,7 @@ export class ConversationHost {
         case 'resume':
           this.#answers.resume(lane, conv!);
           // Answering with no message to answer here: another process owns it now.
-          if (!lane.agentTask) await sleep(200);
+          if (!lane.inflight) await sleep(200);
       }
     }
   }
@@ -182,7 +171,7 @@ export class ConversationHost {
     const s = env.status;
     const found = await conversationIdByRef(this.#deps.sql, env.integrationId, s.requestId, s.dialogId, null);
     if (!found) {
-      await recordReceipt(this.#deps.sql, { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: 'status', outcome: 'unknown_session', conversation_id: null });
+      await recordReceipt(this.#deps.sql, env, 'unknown_session');
       this.#deps.logger.info({ integrationId: env.integrationId, requestId: s.requestId, dialogId: s.dialogId, hook: s.hookType }, 'host: status event for unknown request/dialog id (recorded, ignored)');
       return 'ack';
     }
@@ -200,7 +189,7 @@ export class ConversationHost {
     const code = sqlState(err);
     this.#deps.logger.error({ err, integrationId: env.integrationId, idempotencyKey: env.idempotencyKey }, 'host: the database refuses this envelope; recording it as rejected');
     try {
-      await recordReceipt(this.#deps.sql, { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: env.kind, outcome: `rejected (SQLSTATE ${code})`, conversation_id: null });
+      await recordReceipt(this.#deps.sql, env, `rejected (SQLSTATE ${code})`);
       return true;
     } catch (again) {
       this.#deps.logger.warn({ err: again }, 'host: could not record the rejection');

@@ -20,12 +20,13 @@ export interface InflightAnswer {
   conversationId: number;
   messageId: string;
   controller: AbortController;
+  /** Settles once the answer is committed or given up. */
+  task: Promise<ItemResult>;
 }
 
 export interface Lane {
   key: string;
   /** The answer being worked out (actors/answers.ts); the lane's next customer message waits for it. */
-  agentTask: Promise<ItemResult> | null;
   inflight: InflightAnswer | null;
 }
 
@@ -63,7 +64,7 @@ export class Lanes {
     return new Promise<ItemResult>((resolve) => {
       let lane = this.#lanes.get(key);
       if (!lane) {
-        lane = { key, queue: [], running: false, agentTask: null, inflight: null };
+        lane = { key, queue: [], running: false, inflight: null };
         this.#lanes.set(key, lane);
       }
       lane.queue.push({ run: task, resolve });
@@ -77,7 +78,7 @@ export class Lanes {
   /** Drops a lane that has nothing queued, running or being answered. */
   evictIfIdle(lane: Lane): void {
     const state = this.#lanes.get(lane.key);
-    if (state === lane && !state.running && state.queue.length === 0 && !state.agentTask) this.#lanes.delete(lane.key);
+    if (state === lane && !state.running && state.queue.length === 0 && !state.inflight) this.#lanes.delete(lane.key);
   }
 
   async #drain(lane: LaneState): Promise<void> {

@@ -91,7 +91,7 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
   },
 };
 
-export function conversationRowView(c: ConversationRow): ConversationView {
+function conversationRowView(c: ConversationRow): ConversationView {
   return conversationView({
     id: c.id, integrationId: c.integration_id, channel: c.channel, clientId: c.client_id, status: c.status, state: c.state, snapshot: c.snapshot,
     createdAt: c.created_at, updatedAt: c.updated_at, lastMessageAt: c.last_message_at, closedAt: c.closed_at,
@@ -118,7 +118,7 @@ const messageKey = (conversationId: number, seq: number) => `${conversationId}:$
 type NoticeSource =
   | { kind: 'message'; conv: ConversationRow; message: PlannedMessage }
   | { kind: 'transition'; conv: ConversationRow; t: NewTransition }
-  | { kind: 'notice'; companyId: number; notice: () => ConversationNotice };
+  | { kind: 'notice'; companyId: number; notice: (viewOf: (conv: ConversationRow) => ConversationView) => ConversationNotice };
 
 /**
  * The plan's one statement. Receipts to settle or drop (a session opened, a status event for
@@ -225,7 +225,8 @@ export class Plan {
     this.touch(conv);
   }
 
-  notice(companyId: number, notice: () => ConversationNotice): void {
+  /** A notice made after the writes; `viewOf` gives a conversation's view, made once per commit. */
+  notice(companyId: number, notice: (viewOf: (conv: ConversationRow) => ConversationView) => ConversationNotice): void {
     this.#notices.push({ kind: 'notice', companyId, notice });
   }
 
@@ -379,7 +380,7 @@ export class Plan {
       else this.notices.set(subject, [notice]);
     };
     for (const n of this.#notices) {
-      if (n.kind === 'notice') add(n.companyId, n.notice());
+      if (n.kind === 'notice') add(n.companyId, n.notice(viewOf));
       else if (n.kind === 'message') {
         if (n.message.stored) add(n.conv.company_id, { type: 'message', conversationId: n.conv.id, message: messageRowView(n.message.stored) });
       } else {

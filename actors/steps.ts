@@ -11,9 +11,9 @@ import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
 import { collectedText } from '../machines/conversation.js';
 import type { AgentOutput, ConversationEvent } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
-import type { AgentRunner, AnswerRoute } from './agents/types.js';
+import type { AgentInputForRunner, AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from './batcher.js';
-import { conversationRowView, Plan } from './plan.js';
+import { Plan } from './plan.js';
 import { conversations, lockedConversations, openConversations, type ConversationRow } from './tables/conversations.js';
 import { reserveMessageIds } from './tables/messages.js';
 import type { OutboxSend } from './tables/outbox.js';
@@ -165,7 +165,7 @@ export class Steps {
     const told = await this.#toldOutsideHours(client, steps, open, isFresh, now);
     // The answers' model calls, settled at the transaction's end: each answered message's reservation released, a charged one debited.
     const settle: AnswerSettlement[] = [];
-    const local: LocalAsk[] = [];
+    const local: AgentAsk[] = [];
     let reserved = 0;
     const results = steps.map((step): StepResult => {
       const result = this.#stepOne(plan, step, { byId, open, isFresh, now, told, settle, id: () => loaded.ids[reserved++]!, askLocally: (ask) => local.push(ask) });
@@ -174,7 +174,7 @@ export class Steps {
     });
     if (local.length > 0) {
       // A local agent makes no model call (nothing to settle unless it reports usage), and answers from the database in about a millisecond.
-      const events = await Promise.all(local.map((a) => this.#askLocally(a.conv, a.messageId, a.text, a.agentId)));
+      const events = await Promise.all(local.map((a) => askAgent(this.#deps.agent, a)));
       const localSettle: AnswerSettlement[] = [];
       local.forEach((a, n) => applyAnswer(plan, a.conv, a.messageId, events[n]!, localSettle));
       settle.push(...localSettle.filter((s) => s.usage));
@@ -291,7 +291,7 @@ export class Steps {
     return new Set(rows.map((r) => r.conversation_id));
   }
 
-  #customerMessage(plan: Plan, step: Extract<Step, { kind: 'message' }>, conv: ConversationRow, id: string, now: Date, told: boolean, askLocally: (a: LocalAsk) => void): StepResult {
+  #customerMessage(plan: Plan, step: Extract<Step, { kind: 'message' }>, conv: ConversationRow, id: string, now: Date, told: boolean, askLocally: (a: AgentAsk) => void): StepResult {
     const m = step.env.message;
     plan.addMessage(conv, { id, role: 'customer', kind: 'message', text: m.text, external_id: m.messageId, attachments: m.attachments });
     const { behaviour } = step.route;
@@ -346,17 +346,16 @@ export class Steps {
         }
       } else {
         const clearHold = cmd.action === 'pause' || cmd.action === 'close';
-        const changed = plan.step(conv, { type: `operator.${cmd.action}`, at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold });
-        if (!changed && clearHold && conv.hold_requested_at) plan.touch(conv, { clearHold });
+        plan.step(conv, { type: `operator.${cmd.action}`, at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold });
       }
     }
     // Built after the writes, so the view carries the saved row.
-    plan.notice(conv.company_id, () => ({ type: 'applied', conversationId: conv.id, idempotencyKey: env.idempotencyKey, outcome, conversation: conversationRowView(conv) }));
+    plan.notice(conv.company_id, (viewOf) => ({ type: 'applied', conversationId: conv.id, idempotencyKey: env.idempotencyKey, outcome, conversation: viewOf(conv) }));
     return { conv, next: NONE };
   }
 
   /** What the step leaves to do, from the state the machine is in now. */
-  #nextOf(conv: ConversationRow, route: AnswerRoute, askLocally: (a: LocalAsk) => void): Next {
+  #nextOf(conv: ConversationRow, route: AnswerRoute, askLocally: (a: AgentAsk) => void): Next {
     if (isCollecting(conv.state)) return { kind: 'collect' };
     if (!isAnswering(conv.state)) return NONE;
     const messageId = conv.snapshot.context.lastCustomerMessageId ?? '';
@@ -364,12 +363,6 @@ export class Steps {
     if (route.path.kind !== 'local') return { kind: 'answer', messageId, text };
     askLocally({ conv, messageId, text, agentId: route.agentId });
     return NONE;
-  }
-
-  /** A local agent's answer, or its failure, as the machine's event (inside the transaction). */
-  async #askLocally(conv: ConversationRow, messageId: string, text: string, agentId: number | null): Promise<AnyEventObject> {
-    const output = await this.#deps.agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId, text, messageId, firstMessage: conv.message_seq <= 1 });
-    return { type: 'xstate.done.actor.agent', output };
   }
 
   /** After the commit: replies committed claimed go to the sender; notices; new webchat sessions announced. */
@@ -417,14 +410,26 @@ interface StepContext {
   settle: AnswerSettlement[];
   /** The next reserved message id (one per message step, in order). */
   id: () => string;
-  askLocally: (a: LocalAsk) => void;
+  askLocally: (a: AgentAsk) => void;
 }
 
-interface LocalAsk {
+/** What a conversation asks its agent: its collected text, answering its last customer message. */
+export interface AgentAsk {
   conv: ConversationRow;
   messageId: string;
   text: string;
   agentId: number | null;
+}
+
+/**
+ * Asks the conversation's agent; its answer as the machine's event. Inside the transaction
+ * (a local agent) or outside it (actors/answers.ts, with the abort signal, the call's place
+ * and the webchat's deltas).
+ */
+export async function askAgent(agent: AgentRunner, ask: AgentAsk, how: Pick<AgentInputForRunner, 'signal' | 'slot' | 'onDelta'> = {}): Promise<AnyEventObject> {
+  const { conv } = ask;
+  const output = await agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId: ask.agentId, text: ask.text, messageId: ask.messageId, firstMessage: conv.message_seq <= 1, ...how });
+  return { type: 'xstate.done.actor.agent', output };
 }
 
 function receiptOf(env: InboundEnvelope, kind: string, conversationId: number | null, clientId: string | null): LoadReceipt {

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createActor, transition, type AnyActorRef } from 'xstate';
+import { lockedConversations } from '../actors/tables/conversations.js';
 import { inTransaction, openSqlPool } from '../lib/db.js';
 import { conversationMachine } from '../machines/conversation.js';
 import type { ConversationEvent } from '../schema/conversation.js';
@@ -10,10 +11,12 @@ import type { ConversationEvent } from '../schema/conversation.js';
  * the section seeded, what holding conversation machines in memory would cost and what
  * hydrating one costs.
  *
- * MODE=event     per-event cold hydration the way actors/host.ts does it for every event:
- *                a transaction, the row `for update` (the open session of the client), resolveState,
- *                transition() with a customer message, the persisted snapshot serialised;
- *                for SAMPLE random conversations, one after the other; timings split.
+ * MODE=event     per-event cold hydration the way the worker's steps do it (actors/steps.ts), one
+ *                event per transaction: a transaction, the row locked with the worker's statement
+ *                (lockedConversations of actors/tables/conversations.ts: the open session of the
+ *                client), resolveState, transition() with a customer message, the persisted
+ *                snapshot serialised; for SAMPLE random conversations, one after the other;
+ *                timings split.
  * MODE=snapshot  every conversation's machine snapshot resolved (resolveState) and held in a
  *                Map, as a host with an in-memory actor cache using pure transition() would;
  *                RSS / heap delta per held snapshot; time to load + hydrate; one step each.
@@ -37,6 +40,8 @@ const mem = () => {
 const url = process.env.DATABASE_URL!;
 const integrationId = Number(process.env.INTEGRATION_ID);
 const mode = process.env.MODE ?? 'snapshot';
+/** A stored snapshot (`{status, value, context}`, machines/conversation.ts) as the machine's own state. */
+const restored = (stored: Row['snapshot']) => conversationMachine.resolveState({ value: stored.value as never, context: stored.context as never });
 const sample = Number(process.env.SAMPLE ?? 2000);
 const PAGE = 5000;
 
@@ -80,7 +85,7 @@ if (mode === 'event') {
     let t3 = 0;
     let t4 = 0;
     await inTransaction(pool, async (client) => {
-      const conv = await (await client.query(`select * from conversations where integration_id = $1 and client_id = $2 and status <> 'closed' order by id desc limit 1 for update`, [integrationId, clientId])).rows[0];
+      const conv = (await client.query(lockedConversations('$1', '$2', '$3'), [[], [integrationId], [clientId]])).rows[0];
       t1 = performance.now();
       const current = conversationMachine.resolveState({ value: conv!.snapshot.value, context: conv!.snapshot.context });
       t2 = performance.now();
@@ -116,9 +121,9 @@ if (mode === 'event') {
   // Warm the code paths (and pg's parser) before the baseline.
   for await (const page of pages(client)) {
     for (const r of page.slice(0, 200)) {
-      const s = conversationMachine.resolveState({ value: r.snapshot.value as never, context: r.snapshot.context as never });
+      const s = restored(r.snapshot);
       transition(conversationMachine, s, event(0));
-      if (mode === 'actor') createActor(conversationMachine, { snapshot: r.snapshot as never }).start().stop();
+      if (mode === 'actor') createActor(conversationMachine, { snapshot: restored(r.snapshot) }).start().stop();
     }
     break;
   }
@@ -135,11 +140,11 @@ if (mode === 'event') {
     loadMs += t1 - tl;
     for (const r of page) {
       if (mode === 'actor') {
-        const actor = createActor(conversationMachine, { snapshot: r.snapshot as never });
+        const actor = createActor(conversationMachine, { snapshot: restored(r.snapshot) });
         actor.start();
         held.set(r.client_id, actor);
       } else {
-        held.set(r.client_id, conversationMachine.resolveState({ value: r.snapshot.value as never, context: r.snapshot.context as never }));
+        held.set(r.client_id, restored(r.snapshot));
       }
       n++;
     }

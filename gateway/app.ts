@@ -38,7 +38,7 @@ import { leadRoutes } from './routes/leads.js';
 import type { WebhookActivityOptions } from './webhook/activity.js';
 import { webhookIngress, webhookPostRouteDoc } from './webhook/ingress.js';
 import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/server.js';
-import { widgetRouteDocs, widgetRoutes } from './webchat/widget-route.js';
+import { widgetRoute } from './webchat/widget-route.js';
 import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
 import { evaluationRoutes } from './routes/evaluations.js';
 import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
@@ -141,8 +141,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const webchat = new WebchatServer({ config, sql: messages.sql, nc: deps.nc, logger, cache: webhooks.cache, isSecure, clientIp, now, observe: logRequest, options: deps.webchat });
   routes.mount('/api/webhook', webhooks.routes);
   routes.servedAhead(SERVER_ROUTE_DOCS);
-  // gateway/webchat serves its widget with a router and docs of its own.
-  routes.mountRouter('/', widgetRoutes(), widgetRouteDocs);
+  routes.mount('/', [widgetRoute()]);
 
   app.use('/api/knowledge-bases', knowledgeBodyParser(config)); // documents up to ~1 MB, and a base's synonyms, need more than 1mb of JSON
   app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));

@@ -70,3 +70,8 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** `err` and the errors it was raised from (its `cause` chain), five at most. */
+export function* causesOf(err: unknown): Generator<Error & { code?: unknown }> {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) yield e;
+}

@@ -19,12 +19,14 @@ export const DEFAULT_PUBLISH_TIMEOUT_MS = 4_000;
 const ATTEMPT_TIMEOUT_MS = 1_500;
 const RETRY_PAUSE_MS = 100;
 
-/** The customer an envelope is about, or null (a status event that carries only helpdesk ids: the worker routes it on). */
-export function clientIdOf(env: InboundEnvelope): string | null {
+/** The customer an envelope is about; null only for a status event that carries only helpdesk ids (the worker routes it on). */
+function clientIdOf(env: InboundEnvelope): string | null {
   if (env.kind === 'message') return env.message.clientId;
   if (env.kind === 'operator') return env.clientId;
   return env.status.clientId;
 }
+
+type StatusEnvelope = Extract<InboundEnvelope, { kind: 'status' }>;
 
 /** A customer's conversations, as one key: what the worker serialises their events by. */
 export const conversationKey = (integrationId: number, clientId: string): string => `c:${integrationId}:${clientId}`;
@@ -33,12 +35,13 @@ export const conversationKey = (integrationId: number, clientId: string): string
 export function conversationKeyOf(env: InboundEnvelope): string {
   const clientId = clientIdOf(env);
   if (clientId !== null) return conversationKey(env.integrationId, clientId);
-  return env.kind === 'status' ? `r:${env.integrationId}:${env.status.requestId}:${env.status.dialogId ?? ''}` : `r:${env.integrationId}`;
+  const { requestId, dialogId } = (env as StatusEnvelope).status;
+  return `r:${env.integrationId}:${requestId}:${dialogId ?? ''}`;
 }
 
 /** The key that decides an envelope's partition: its client id, or for a status event without one `request:<request_id>` (the worker routes it on). */
 export function partitionKeyOf(env: InboundEnvelope): string {
-  return clientIdOf(env) ?? (env.kind === 'status' ? `request:${env.status.requestId}` : '');
+  return clientIdOf(env) ?? `request:${(env as StatusEnvelope).status.requestId}`;
 }
 
 export function partitionOfEnvelope(env: InboundEnvelope, partitions: number): number {

@@ -1,3 +1,5 @@
+import { causesOf } from './errors.js';
+
 /**
  * Failures of calls to somebody else's server (the helpdesk API, model and embedding servers,
  * fetched pages). Each failure is judged once, where it is made, by its `code` (and status):
@@ -45,9 +47,8 @@ const isTransientStatus = (status: number): boolean => status === 408 || status 
 
 /** Node's error code (ECONNREFUSED ...) in the cause chain, below our own errors. */
 function systemCodeOf(err: unknown): string {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (!(e instanceof OutboundError) && typeof code === 'string') return code;
+  for (const e of causesOf(err)) {
+    if (!(e instanceof OutboundError) && typeof e.code === 'string') return e.code;
   }
   return '';
 }
@@ -101,13 +102,13 @@ export class OutboundError extends Error {
 }
 
 /** An answer with a failure status: judged by the status, with the wait its `Retry-After` asks for. */
-export function statusFailure(message: string, status: number, retryAfter: string | string[] | null | undefined, options: { cause?: unknown } = {}): OutboundError {
-  return new OutboundError('HTTP_STATUS', message, { status, retryAfterMs: retryAfterMs(retryAfter ?? undefined), cause: options.cause });
+export function statusFailure(message: string, status: number, retryAfter: string | string[] | null | undefined): OutboundError {
+  return new OutboundError('HTTP_STATUS', message, { status, retryAfterMs: retryAfterMs(retryAfter ?? undefined) });
 }
 
 /** The first OutboundError in `err`'s cause chain (a client library wraps ours), or null. */
 export function outboundErrorIn(err: unknown): OutboundError | null {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+  for (const e of causesOf(err)) {
     if (e instanceof OutboundError) return e;
   }
   return null;

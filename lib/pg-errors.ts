@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { DriverException } from '@mikro-orm/postgresql';
+import { causesOf } from './errors.js';
 
 /**
  * What a failed database call means to its caller, read from the error's SQLSTATE or node's
@@ -27,14 +28,9 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
 /** PostgreSQL's own answer: pg's DatabaseError, or MikroORM's DriverException made from one (it copies its fields, `severity` among them). */
 const isServerAnswer = (e: Error): boolean => e instanceof pg.DatabaseError || (e instanceof DriverException && typeof (e as { severity?: unknown }).severity === 'string');
 
-/** The error raised by the database call: `err` or one it was raised from. */
-function* causes(err: unknown): Generator<Error & { code?: unknown }> {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) yield e;
-}
-
 /** The SQLSTATE PostgreSQL answered with (`23505` ...), or null when the failure is not PostgreSQL's answer. */
 export function sqlState(err: unknown): string | null {
-  for (const e of causes(err)) {
+  for (const e of causesOf(err)) {
     if (isServerAnswer(e) && typeof e.code === 'string' && SQLSTATE.test(e.code)) return e.code;
   }
   return null;
@@ -52,7 +48,7 @@ function kindOfState(state: string): PgErrorKind | null {
 export function pgErrorKind(err: unknown): PgErrorKind | null {
   const state = sqlState(err);
   if (state !== null) return kindOfState(state);
-  for (const e of causes(err)) {
+  for (const e of causesOf(err)) {
     if (typeof e.code === 'string' && CONNECTION_LOST.has(e.code)) return 'unavailable';
   }
   return null;

@@ -107,44 +107,24 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   const answerDeps: AnswerDeps = { sql, vectors: deps.vectors ?? new VectorIndex(), secrets, urls: deps.config, logger };
   const modelDeps = { ...answerDeps, credit: deps.credit ?? directAdmission(sql) };
   const modelOptions = { ...(deps.config.model ? { retryBudgetMs: deps.config.model.retryBudgetMs } : {}), ...options.model, onSettled: deps.observeModelCall };
-  const cache = new Map<string, { config: AgentConfig | null; expires: number }>();
-  const loading = new Map<string, Promise<AgentConfig | null>>();
-
-  async function configOf(companyId: number, agentId: number): Promise<AgentConfig | null> {
-    const key = `${companyId}:${agentId}`;
-    const hit = cache.get(key);
-    if (hit && hit.expires > now()) return hit.config;
-    let pending = loading.get(key);
-    if (!pending) {
-      pending = (async () => {
-        const { em } = tenantScope(orm, companyId);
-        const a = await em.findOne(AgentSchema, { id: agentId }, { populate: ['modelApiKeySealed'] });
-        let config: AgentConfig | null = null;
-        if (a) {
-          const base = a.knowledgeBaseId === null ? null : await loadBaseInfo(sql, secrets, deps.config, companyId, a.knowledgeBaseId);
-          config = { profile: agentProfile(a), base };
-        }
-        cache.delete(key);
-        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
-        cache.set(key, { config, expires: now() + ttl });
-        return config;
-      })().finally(() => loading.delete(key));
-      loading.set(key, pending);
-    }
-    return pending;
+  const configs = expiringLookups<string, AgentConfig | null>(ttl, maxEntries, now);
+  function configOf(companyId: number, agentId: number): Promise<AgentConfig | null> {
+    return configs(`${companyId}:${agentId}`, async () => {
+      const { em } = tenantScope(orm, companyId);
+      const a = await em.findOne(AgentSchema, { id: agentId }, { populate: ['modelApiKeySealed'] });
+      if (!a) return null;
+      const base = a.knowledgeBaseId === null ? null : await loadBaseInfo(sql, secrets, deps.config, companyId, a.knowledgeBaseId);
+      return { profile: agentProfile(a), base };
+    });
   }
 
   // An integration's agent, looked up at most every cacheTtlMs (an edit takes effect within it).
-  const agents = new Map<number, { agentId: number | null; expires: number }>();
-  async function agentOf(integrationId: number): Promise<number | null> {
-    const hit = agents.get(integrationId);
-    if (hit && hit.expires > now()) return hit.agentId;
-    const rows = await query<{ agent_id: number | null }>(sql, 'integration_agent', 'select agent_id from integrations where id = $1', [integrationId]);
-    const agentId = rows[0]?.agent_id ?? null;
-    agents.delete(integrationId);
-    if (agents.size >= maxEntries) agents.delete(agents.keys().next().value!);
-    agents.set(integrationId, { agentId, expires: now() + ttl });
-    return agentId;
+  const agents = expiringLookups<number, number | null>(ttl, maxEntries, now);
+  function agentOf(integrationId: number): Promise<number | null> {
+    return agents(integrationId, async () => {
+      const rows = await query<{ agent_id: number | null }>(sql, 'integration_agent', 'select agent_id from integrations where id = $1', [integrationId]);
+      return rows[0]?.agent_id ?? null;
+    });
   }
 
   // Questions asked while a lookup runs go together in the next one (one statement for many).
@@ -204,5 +184,32 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       const version = config.base?.contentVersion ?? '0';
       return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
     },
+  };
+}
+
+/**
+ * Values loaded at most once per `ttlMs` per key: callers that ask while a load runs share it
+ * (lanes of one integration ask at once), and at most `maxEntries` keys are kept (the oldest
+ * written goes first).
+ */
+function expiringLookups<K, V>(ttlMs: number, maxEntries: number, now: () => number): (key: K, load: () => Promise<V>) => Promise<V> {
+  const values = new Map<K, { value: V; expires: number }>();
+  const loading = new Map<K, Promise<V>>();
+  return (key, load) => {
+    const hit = values.get(key);
+    if (hit && hit.expires > now()) return Promise.resolve(hit.value);
+    let pending = loading.get(key);
+    if (!pending) {
+      pending = load()
+        .then((value) => {
+          values.delete(key);
+          if (values.size >= maxEntries) values.delete(values.keys().next().value!);
+          values.set(key, { value, expires: now() + ttlMs });
+          return value;
+        })
+        .finally(() => loading.delete(key));
+      loading.set(key, pending);
+    }
+    return pending;
   };
 }

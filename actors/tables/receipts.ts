@@ -1,5 +1,6 @@
 import { query, type SqlClient } from '../../lib/db.js';
 import type { InboundReceipt } from '../../schema/conversation-entities.js';
+import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { Row } from '../../schema/rows.js';
 import { Table, type SqlType } from './table.js';
 
@@ -43,8 +44,8 @@ export const deleteReceipts = (param: string) => `
   using ${receipts.recordset(param, 'v', ['integration_id', 'idempotency_key'])}
   where r.integration_id = v.integration_id and r.idempotency_key = v.idempotency_key`;
 
-/** One receipt outside a step (an envelope the database refuses, a status event for no session); false when it was there already. */
-export async function recordReceipt(c: SqlClient, receipt: NewReceipt): Promise<boolean> {
-  const rows = await query(c, 'receipt_insert_many', insertReceipts('$1'), [JSON.stringify([receipt])]);
-  return rows.length > 0;
+/** An envelope's receipt written outside a step (one the database refuses, a status event for no session), with no conversation. */
+export async function recordReceipt(c: SqlClient, env: InboundEnvelope, outcome: string): Promise<void> {
+  const receipt: NewReceipt = { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind: env.kind, outcome, conversation_id: null };
+  await query(c, 'receipt_insert_many', insertReceipts('$1'), [JSON.stringify([receipt])]);
 }

@@ -10,7 +10,9 @@ import { onCleanup } from './env.js';
  * (`npm run gateway` = `node --import tsx gateway/main.ts`, read from package.json), with
  * `node` replaced by this Node binary and optional profiler flags inserted after it. Their
  * stdout / stderr (pino JSON lines) go to bench/results/logs/<label>.log; the bench watches
- * them for readiness ("gateway listening", "worker started") and lease events.
+ * them for readiness ("gateway listening", "worker started") and lease events. Children
+ * started during a `--baseline` pass (another code root) get the label `<label>-baseline`
+ * (log, profile directory and summary), so this checkout's pass does not overwrite them.
  */
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
@@ -111,15 +113,19 @@ export const cpuMsOf = procCpuMs;
 
 export async function spawnChild(o: SpawnOptions): Promise<Child> {
   await mkdir(LOG_DIR, { recursive: true });
+  // The baseline pass reuses the sections' labels: keep its log and profile apart.
+  const baseline = codeRoot !== ROOT;
+  const label = baseline ? `${o.label}-baseline` : o.label;
+  const profileDir = o.profileDir ? (baseline ? `${o.profileDir}-baseline` : o.profileDir) : null;
   const argv = o.script ? scriptArgv(o.script) : ['--import', 'tsx', o.file!];
   const flags = [...(o.nodeFlags ?? [])];
-  if (o.profileDir) {
+  if (profileDir) {
     // Profiles of an earlier run must not be mistaken for this one's.
-    await rm(o.profileDir, { recursive: true, force: true });
-    await mkdir(o.profileDir, { recursive: true });
-    flags.push('--cpu-prof', `--cpu-prof-dir=${o.profileDir}`);
+    await rm(profileDir, { recursive: true, force: true });
+    await mkdir(profileDir, { recursive: true });
+    flags.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
   }
-  const log: WriteStream = createWriteStream(join(LOG_DIR, `${o.label}.log`));
+  const log: WriteStream = createWriteStream(join(LOG_DIR, `${label}.log`));
   const proc = spawn(process.execPath, [...flags, ...argv], {
     cwd: o.script ? codeRoot : ROOT,
     env: { ...process.env, ...o.env },
@@ -169,19 +175,19 @@ export async function spawnChild(o: SpawnOptions): Promise<Child> {
       await exited;
       clearTimeout(timer);
     })());
-  onCleanup(`child ${o.label}`, () => stop(10_000));
+  onCleanup(`child ${label}`, () => stop(10_000));
 
   return {
-    label: o.label,
+    label,
     pid,
     proc,
-    profileDir: o.profileDir ?? null,
+    profileDir,
     exited,
     onLog: (fn) => listeners.push(fn),
     inspectorUrl: () => inspectorUrl,
     waitForLog: (match, timeoutMs = 60_000) =>
       new Promise<LogLine>((res, rej) => {
-        const timer = setTimeout(() => rej(new Error(`${o.label}: no matching log line within ${timeoutMs} ms\n${tail.join('\n')}`)), timeoutMs);
+        const timer = setTimeout(() => rej(new Error(`${label}: no matching log line within ${timeoutMs} ms\n${tail.join('\n')}`)), timeoutMs);
         listeners.push((line) => {
           if (match(line)) {
             clearTimeout(timer);
@@ -190,7 +196,7 @@ export async function spawnChild(o: SpawnOptions): Promise<Child> {
         });
         void exited.then((code) => {
           clearTimeout(timer);
-          rej(new Error(`${o.label} exited (code ${code}) before it was ready:\n${tail.join('\n')}`));
+          rej(new Error(`${label} exited (code ${code}) before it was ready:\n${tail.join('\n')}`));
         });
       }),
     rssBytes: () => procStatus(pid, 'VmRSS'),

@@ -2,13 +2,6 @@ import type { Section } from './args.js';
 import { fmt } from './stats.js';
 import type { Row } from '../sections/types.js';
 
-/**
- * `--baseline DIR`: the sections measured twice in one run, first with another checkout's
- * roles, then with this one's, and the figures whose ratio says whether a change made the
- * message path faster or slower.
- */
-export const COMPARED: readonly Section[] = ['drain', 'latency', 'scaleout', 'models', 'webchat'];
-
 interface KeyFigure {
   name: string;
   /** Read from the section's data; undefined when the section did not measure it. */
@@ -23,8 +16,13 @@ const at = (data: Record<string, unknown>, path: string): number | undefined => 
 };
 const figure = (name: string, path: string, higherIsBetter: boolean): KeyFigure => ({ name, read: (d) => at(d, path), higherIsBetter });
 
+/**
+ * `--baseline DIR`: the sections measured twice in one run, first with another checkout's
+ * roles, then with this one's, and the figures whose ratio says whether a change made the
+ * message path faster or slower.
+ */
 const KEY_FIGURES: Partial<Record<Section, KeyFigure[]>> = {
-  drain: [figure('answered msg/s', 'rate', true), figure('answered msg/s, steady', 'steadyRate', true), figure('worker CPU ms per message', 'runs.0.workerCpuMsPerMessage', false)],
+  drain: [figure('answered msg/s', 'rate', true), figure('answered msg/s, steady', 'steadyRate', true), figure('worker CPU ms per message', 'workerCpuMsPerMessage', false)],
   latency: [figure('webhook → reply p99 (ms)', 'replyMs.p99', false), figure('webhook → reply p50 (ms)', 'replyMs.p50', false)],
   scaleout: [figure('2 workers: msg/s', 'twoWorkers.rate', true), figure('speed-up of 2 workers', 'speedup', true)],
   models: [
@@ -34,6 +32,9 @@ const KEY_FIGURES: Partial<Record<Section, KeyFigure[]>> = {
   ],
   webchat: [figure('crowd asks: send → reply p99 (ms)', 'ask.p99Ms', false), figure('crowd asks: replies/s', 'ask.rate', true), figure('gateway KiB per socket', 'gateway.kibPerSocket', false)],
 };
+
+/** The sections `--baseline` runs twice: those with key figures (a set: they run in the order of `args.sections`). */
+export const COMPARED: readonly Section[] = Object.keys(KEY_FIGURES) as Section[];
 
 /** One row per key figure: baseline → this, and the ratio this / baseline. */
 export function comparisonRows(section: Section, before: Record<string, unknown>, after: Record<string, unknown>): Row[] {

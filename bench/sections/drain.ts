@@ -291,7 +291,7 @@ export async function runDrain(ctx: BenchContext): Promise<SectionResult> {
   for (const p of (sql ?? []) as SqlPhase[]) {
     rows.push({ section: 'drain', metric: `experiment SQL ${p.name}: wall / client CPU / PostgreSQL CPU per statement`, value: `${fmt(p.wallUsPerStatement)} / ${fmt(p.clientCpuUsPerStatement)} / ${fmt(p.postgresCpuUsPerStatement)} µs` });
   }
-  return { rows, data: { runs, rate: round(rate), steadyRate: round(steady), sqlProbe: sql } };
+  return { rows, data: { runs, rate: round(rate), steadyRate: round(steady), workerCpuMsPerMessage: r0.workerCpuMsPerMessage, sqlProbe: sql } };
 }
 
 export async function runScaleOut(ctx: BenchContext): Promise<SectionResult> {

@@ -1,7 +1,7 @@
-import { AppError } from '../../lib/errors.js';
 import type { ParamDoc } from './route-docs.js';
 import type { QueryParams } from './route.js';
 import { arrayOf, COUNT, object, type JsonSchema } from './schemas.js';
+import { invalidFields } from './validate.js';
 
 /**
  * Lists (contract.md § Chat2Desk as it is; lists; errors): `limit` (default 50, 1–200) and
@@ -26,7 +26,7 @@ export function pageParams(q: Record<string, unknown>): Page {
   const offset = q.offset === undefined ? 0 : int(q.offset);
   if (!(limit >= 1 && limit <= MAX_LIST_LIMIT)) details.push({ field: 'limit', message: `must be an integer from 1 to ${MAX_LIST_LIMIT}` });
   if (!(offset >= 0)) details.push({ field: 'offset', message: 'must be a non-negative integer' });
-  if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+  if (details.length) throw invalidFields(details);
   return { limit, offset };
 }
 

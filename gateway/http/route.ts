@@ -146,12 +146,6 @@ export class AppRoutes {
     this.#record(prefix, routes.map(routeDoc), 'express');
   }
 
-  /** A router whose routes are declared where it is built (gateway/webchat's widget), with their docs. */
-  mountRouter(prefix: string, router: RequestHandler, docs: readonly RouteDoc[]): void {
-    this.#app.use(prefix, router);
-    this.#record(prefix, docs, 'express');
-  }
-
   /** The docs of routes the HTTP server answers ahead of express (webhook POSTs, WebSocket upgrades); their paths are full. */
   servedAhead(docs: readonly RouteDoc[]): void {
     this.#record('/', docs, 'server');

@@ -126,7 +126,11 @@ export interface BodyValidatorOptions {
   cleaned?: readonly string[];
 }
 
-const invalidFields = (details: FieldError[]) => new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+/** 400 VALIDATION_ERROR naming each bad field: `Invalid a, b.` with their details. */
+export const invalidFields = (details: FieldError[]): AppError => new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+
+/** 400 VALIDATION_ERROR of one bad field, with why: `Invalid title: must be at most 500 characters.` */
+export const invalidField = (field: string, message: string): AppError => new AppError('VALIDATION_ERROR', `Invalid ${field}: ${message}.`, { details: [{ field, message }] });
 
 /**
  * Compiles a body schema once; the returned function throws 400 VALIDATION_ERROR listing each

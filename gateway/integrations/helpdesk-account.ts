@@ -15,11 +15,11 @@ export type HelpdeskRegion = 'global' | 'europe';
 /** The events the service acts on (contract.md § Integrations). */
 export const WEBHOOK_EVENTS = ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'];
 
-export const regionUrl = (config: Config, region: HelpdeskRegion): string =>
+const regionUrl = (config: Config, region: HelpdeskRegion): string =>
   region === 'europe' ? config.helpdeskEuropeUrl : config.helpdeskGlobalUrl;
 
 /** The region whose configured instance is this URL, if any. */
-export function regionOfUrl(config: Config, url: string): HelpdeskRegion | null {
+function regionOfUrl(config: Config, url: string): HelpdeskRegion | null {
   const u = url.replace(/\/+$/, '');
   if (u === config.helpdeskGlobalUrl) return 'global';
   if (u === config.helpdeskEuropeUrl) return 'europe';
@@ -47,7 +47,7 @@ const refusesToken = (err: unknown): boolean => err instanceof HelpdeskError && 
  * Asks both instances at once which one accepts the token. Neither accepts → 400 on
  * apiToken; none answered usefully (down, timed out, 5xx) → 502 UPSTREAM_ERROR.
  */
-export async function probeRegion(config: Config, token: string): Promise<{ apiUrl: string; region: HelpdeskRegion }> {
+async function probeRegion(config: Config, token: string): Promise<{ apiUrl: string; region: HelpdeskRegion }> {
   const regions: HelpdeskRegion[] = ['global', 'europe'];
   const results = await Promise.allSettled(
     // A `{"status":"error"}` answer is a refusal too (HelpdeskClient throws it, permanent).

@@ -6,7 +6,7 @@ import { holdQuota, quotaExceeded, withinQuota, type QuotaCheck } from '../../li
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type DocumentSource, type DocumentStatus, type KnowledgeBase, type KnowledgeDocument } from '../../schema/entities.js';
-import { assertTenantUrl } from '../http/validate.js';
+import { assertTenantUrl, invalidField } from '../http/validate.js';
 import type { KnowledgeIngestor } from './ingestor.js';
 
 /**
@@ -50,8 +50,6 @@ export interface KnowledgeServiceDeps {
   secrets: SecretBox;
   ingestor: KnowledgeIngestor;
 }
-
-const invalid = (field: string, message: string) => new AppError('VALIDATION_ERROR', `Invalid ${field}: ${message}.`, { details: [{ field, message }] });
 
 /**
  * Groups as stored: entries trimmed, repeats in a group dropped (a group left with one entry
@@ -174,7 +172,7 @@ export class KnowledgeService {
   async #checkLanguage(language: string | undefined): Promise<void> {
     if (language === undefined) return;
     const found = await query(this.#deps.sql, 'kb_language', `select 1 from pg_ts_config where cfgname = $1`, [language]);
-    if (!found.length) throw invalid('language', 'is not a text-search configuration of this database (e.g. simple, english, russian, german)');
+    if (!found.length) throw invalidField('language', 'is not a text-search configuration of this database (e.g. simple, english, russian, german)');
   }
 
   /** Applies an embedding model change; true when the base's chunks must be embedded again. */
@@ -189,7 +187,7 @@ export class KnowledgeService {
       await assertTenantUrl(this.#deps.config, 'embedding.baseUrl', input.baseUrl);
       // A stolen API token must not steer the stored key to a listener of its choice.
       if (kb.embeddingApiKeySealed !== null && input.apiKey === undefined) {
-        throw invalid('embedding.apiKey', 'is required when embedding.baseUrl changes (the stored key is never sent to a new address)');
+        throw invalidField('embedding.apiKey', 'is required when embedding.baseUrl changes (the stored key is never sent to a new address)');
       }
     }
     const changed = input.baseUrl !== kb.embeddingBaseUrl || input.name !== kb.embeddingModel;

@@ -1,6 +1,7 @@
 import busboy from 'busboy';
 import type { Request } from 'express';
 import { AppError } from '../../lib/errors.js';
+import { invalidField } from '../http/validate.js';
 
 /**
  * A `multipart/form-data` upload of one document: the `file` part (bounded to `maxBytes`,
@@ -24,8 +25,6 @@ export const UPLOAD_FORM_SCHEMA = {
   },
 };
 
-const invalid = (field: string, message: string) => new AppError('VALIDATION_ERROR', `Invalid ${field}: ${message}.`, { details: [{ field, message }] });
-
 export function readUpload(req: Request, maxBytes: number): Promise<Upload> {
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
@@ -43,7 +42,7 @@ export function readUpload(req: Request, maxBytes: number): Promise<Upload> {
     };
     parser.on('file', (name, stream, info) => {
       if (name !== 'file' || file) {
-        fail(name === 'file' ? invalid('file', 'send one file at a time') : invalid(name, 'is not a known field (send the document as "file")'));
+        fail(name === 'file' ? invalidField('file', 'send one file at a time') : invalidField(name, 'is not a known field (send the document as "file")'));
         stream.resume();
         return;
       }
@@ -57,21 +56,21 @@ export function readUpload(req: Request, maxBytes: number): Promise<Upload> {
     });
     parser.on('field', (name, value, info) => {
       if (name === 'title') {
-        if (info.valueTruncated || value.length > 500) fail(invalid('title', 'must be at most 500 characters'));
+        if (info.valueTruncated || value.length > 500) fail(invalidField('title', 'must be at most 500 characters'));
         else title = value.trim() || null;
-      } else fail(invalid(name, 'is not a known field'));
+      } else fail(invalidField(name, 'is not a known field'));
     });
-    parser.on('filesLimit', () => fail(invalid('file', 'send one file at a time')));
-    parser.on('partsLimit', () => fail(invalid('(body)', 'has too many parts')));
-    parser.on('fieldsLimit', () => fail(invalid('(body)', 'has too many fields')));
+    parser.on('filesLimit', () => fail(invalidField('file', 'send one file at a time')));
+    parser.on('partsLimit', () => fail(invalidField('(body)', 'has too many parts')));
+    parser.on('fieldsLimit', () => fail(invalidField('(body)', 'has too many fields')));
     parser.on('error', (err: Error) => {
       reject(failed ?? new AppError('VALIDATION_ERROR', 'The multipart body is malformed.', { details: [{ field: '(body)', message: 'is not valid multipart/form-data' }], cause: err }));
     });
     parser.on('close', () => {
       const f = file as { filename: string; mimeType: string; chunks: Buffer[]; size: number } | null;
       if (failed) return reject(failed);
-      if (!f) return reject(invalid('file', 'is required'));
-      if (f.size === 0) return reject(invalid('file', 'is empty'));
+      if (!f) return reject(invalidField('file', 'is required'));
+      if (f.size === 0) return reject(invalidField('file', 'is empty'));
       resolve({ filename: f.filename, mimeType: f.mimeType, bytes: Buffer.concat(f.chunks, f.size), title });
     });
     req.pipe(parser);

@@ -95,9 +95,9 @@ const hoursSchema = {
     outsideMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
   },
 };
-export const MAX_DEBOUNCE_MS = 60_000;
+const MAX_DEBOUNCE_MS = 60_000;
 /** contract.md § No tenant slows another down: a system prompt is at most 20000 characters. */
-export const MAX_SYSTEM_PROMPT = 20_000;
+const MAX_SYSTEM_PROMPT = 20_000;
 const agentProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' },
   systemPrompt: { type: 'string', maxLength: MAX_SYSTEM_PROMPT },

@@ -9,7 +9,7 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
-import { assertTenantUrl, idParam } from '../http/validate.js';
+import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
 import { AGENT_ID, AGENT_SCHEMA, agentView, BAD_AGENT, createBody, DECIMAL, EXAMPLE_AGENT, EXAMPLE_HOURS, ONE_AGENT, patchBody, type ModelInput } from './agent-schemas.js';
 
 /*
@@ -46,7 +46,7 @@ async function checkKnowledgeBase(tenant: TenantScope, id: number | null | undef
 function hoursOf(hours: BusinessHours | null | undefined): BusinessHours | null | undefined {
   if (!hours) return hours;
   const details = hoursProblems(hours);
-  if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+  if (details.length) throw invalidFields(details);
   return { timezone: hours.timezone, weekly: hours.weekly, holidays: hours.holidays ?? [], outside: hours.outside, outsideMessage: hours.outsideMessage?.trim() ?? null };
 }
 
@@ -79,16 +79,18 @@ async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: 
 
 type AgentConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
 
-/** The agent the path names (`:id`), with its sealed model key; 404 when the company has none such. */
-export async function loadAgent(tenant: TenantScope, rawId: unknown): Promise<Agent> {
-  const agent = await tenant.em.findOne(AgentSchema, { id: idParam(rawId, 'Agent') }, { populate: ['modelApiKeySealed'] });
+/**
+ * The agent the path names (`:id`), with its sealed model key; 404 when the company has none
+ * such. The `load` of the routes of one agent, its evaluations' (gateway/routes/evaluations.ts) too.
+ */
+export async function loadPathAgent(req: Request): Promise<Agent> {
+  const agent = await req.tenant!.em.findOne(AgentSchema, { id: idParam(req.params.id, 'Agent') }, { populate: ['modelApiKeySealed'] });
   if (!agent) throw notFound('Agent');
   return agent;
 }
 
 /** `/api/agents`: every route needs a company credential (gateway/app.ts mounts them so). */
 export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly Route[] {
-  const load = (req: Request) => loadAgent(req.tenant!, req.params.id);
   return [
     defineRoute({
       method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
@@ -132,7 +134,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
       params: [AGENT_ID],
       responses: { 200: { description: 'The agent.', ...ONE_AGENT } },
       errors: { NOT_FOUND: 'no such agent' },
-      load,
+      load: loadPathAgent,
       handler: ({ res, loaded: agent }) => {
         res.json({ agent: agentView(agent) });
       },
@@ -144,7 +146,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
       body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
       responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
       errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
-      load,
+      load: loadPathAgent,
       handler: async ({ req, res, loaded: agent, body }) => {
         const tenant = req.tenant!;
         await checkKnowledgeBase(tenant, body.knowledgeBaseId);

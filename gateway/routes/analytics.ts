@@ -3,7 +3,7 @@ import { AppError, type FieldError } from '../../lib/errors.js';
 import { MAX_PERIOD_DAYS, outcomes, REOPEN_WINDOW_DAYS } from '../analytics/outcomes.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, COUNT, DATE_OR_TIME, ID, nullable, object, TIMESTAMP, USD } from '../http/schemas.js';
-import { idFilter } from '../http/validate.js';
+import { idFilter, invalidFields } from '../http/validate.js';
 
 /**
  * GET /api/analytics?from=&to=&agentId= → {"analytics":{…}}: the outcome figures of the
@@ -77,7 +77,7 @@ function periodQuery(now: () => number): QueryParams<{ from: Date; to: Date; age
       const from = parseBound(q.from, 'from', details);
       const to = parseBound(q.to, 'to', details) ?? (q.to === undefined ? new Date(now()) : undefined);
       const agentId = idFilter(q, 'agentId', details) ?? null;
-      if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+      if (details.length) throw invalidFields(details);
       const end = to!;
       const start = from ?? new Date(end.getTime() - DEFAULT_PERIOD_DAYS * DAY_MS);
       if (end.getTime() <= start.getTime()) {

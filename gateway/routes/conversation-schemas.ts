@@ -1,10 +1,10 @@
-import { AppError } from '../../lib/errors.js';
+import type { AppError } from '../../lib/errors.js';
 import type { ConversationTransition } from '../../schema/conversation-entities.js';
-import { DEFAULT_LIST_LIMIT, PAGE_PARAMS, pageParams, type Page } from '../http/pagination.js';
+import { PAGE_PARAMS, pageParams, type Page } from '../http/pagination.js';
 import type { ParamDoc } from '../http/route-docs.js';
 import type { QueryParams } from '../http/route.js';
 import { arrayOf, BIG_ID, CONVERSATION, DATE_OR_TIME, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, SOURCE, STATE_VALUE, STRING, TIMESTAMP } from '../http/schemas.js';
-import { bodyValidator, idFilter, idPathParam } from '../http/validate.js';
+import { bodyValidator, idFilter, idPathParam, invalidFields } from '../http/validate.js';
 
 /**
  * What the conversation routes (gateway/routes/conversations.ts) accept and answer: the
@@ -84,7 +84,6 @@ export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', te
 export const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
 export const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
 export const CONVERSATION_ID = idPathParam('conversation');
-export const EXAMPLE_PAGE = { total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 };
 const LIST_FILTERS: readonly ParamDoc[] = [
   { name: 'status', in: 'query', description: 'Only conversations in this status.', schema: { type: 'string', enum: ['active', 'paused', 'closed'] } },
   { name: 'integrationId', in: 'query', description: 'Only conversations of this integration.', schema: ID },
@@ -120,7 +119,7 @@ export const LIST_QUERY: QueryParams<{ where: Record<string, unknown>; page: Pag
     const since = dateBound(from, 'from', details);
     const until = dateBound(to, 'to', details);
     if (since && until && (until.inclusive ? since.at > until.at : since.at >= until.at)) details.push({ field: 'from', message: 'must not be later than to' });
-    if (details.length || !page) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    if (details.length || !page) throw invalidFields(details);
     if (since || until) {
       where.createdAt = {
         ...(since ? { $gte: since.at } : {}),

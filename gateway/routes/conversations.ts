@@ -11,14 +11,13 @@ import { ConversationMessageSchema, ConversationSchema, ConversationTransitionSc
 import type { OperatorCommand } from '../../schema/envelope.js';
 import { OperatorCommands } from '../conversations/operator-commands.js';
 import type { EventStream, EventStreams } from '../http/event-streams.js';
-import { PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, CONVERSATION, EXAMPLE_CONVERSATION, object, STRING } from '../http/schemas.js';
 import { idParam } from '../http/validate.js';
 import {
   CONVERSATION_ID,
   EXAMPLE_MESSAGE,
-  EXAMPLE_PAGE,
   EXAMPLE_TRANSITION,
   LIST_QUERY,
   MESSAGE,
@@ -87,7 +86,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       method: 'GET', path: '/conversations', operationId: 'listConversations', tag: 'Conversations', access: 'any',
       summary: 'Conversations, most recently updated first, filtered and paged',
       query: LIST_QUERY,
-      responses: { 200: { description: 'A page of conversations.', schema: pageOf('conversations', CONVERSATION), example: { conversations: [EXAMPLE_CONVERSATION], ...EXAMPLE_PAGE } } },
+      responses: { 200: { description: 'A page of conversations.', schema: pageOf('conversations', CONVERSATION), example: examplePage('conversations', EXAMPLE_CONVERSATION) } },
       errors: { VALIDATION_ERROR: 'a bad filter, limit or offset, or from later than to' },
       handler: async ({ req, res, query: { where, page } }) => {
         const [rows, total] = await req.tenant!.em.findAndCount(ConversationSchema, where, {
@@ -115,8 +114,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       summary: 'Its messages, oldest first (by seq), paged',
       params: [CONVERSATION_ID],
       query: PAGE_QUERY,
-      responses: { 200: { description: 'A page of messages.', schema: pageOf('messages', MESSAGE), example: { messages: [EXAMPLE_MESSAGE], ...EXAMPLE_PAGE } } },
-      errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'a bad limit or offset' },
+      responses: { 200: { description: 'A page of messages.', schema: pageOf('messages', MESSAGE), example: examplePage('messages', EXAMPLE_MESSAGE) } },
+      errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: BAD_PAGE },
       load: loadConversation,
       // The newest page is `offset = total - limit`.
       handler: async ({ req, res, loaded: conv, query: page }) => {
@@ -129,8 +128,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       summary: 'Its state-machine transitions, oldest first, paged',
       params: [CONVERSATION_ID],
       query: PAGE_QUERY,
-      responses: { 200: { description: 'A page of transitions.', schema: pageOf('transitions', TRANSITION), example: { transitions: [EXAMPLE_TRANSITION], ...EXAMPLE_PAGE } } },
-      errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'a bad limit or offset' },
+      responses: { 200: { description: 'A page of transitions.', schema: pageOf('transitions', TRANSITION), example: examplePage('transitions', EXAMPLE_TRANSITION) } },
+      errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: BAD_PAGE },
       load: loadConversation,
       handler: async ({ req, res, loaded: conv, query: page }) => {
         const [rows, total] = await req.tenant!.em.findAndCount(ConversationTransitionSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' }, ...page });

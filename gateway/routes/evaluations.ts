@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
@@ -14,7 +13,7 @@ import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, type BodyValidator } from '../http/validate.js';
 import { AGENT_ID } from './agent-schemas.js';
-import { loadAgent } from './agents.js';
+import { loadPathAgent } from './agents.js';
 
 /**
  * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…] | "handoff"}]}` runs the agent's
@@ -96,7 +95,6 @@ export interface EvaluationRouteDeps {
 
 /** `/api/agents/:id/evaluations`: mounted with the agents' routes. */
 export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
-  const load = (req: Request) => loadAgent(req.tenant!, req.params.id);
   return [
     defineRoute({
       method: 'POST', path: '/:id/evaluations', operationId: 'evaluateAgent', tag: 'Agents', access: 'any',
@@ -105,7 +103,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
       body: { validators: [evaluationBody], example: { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'Who won the match last night?', expect: 'handoff' }] } },
       responses: { 201: { description: 'The kept result.', schema: object({ evaluation: EVALUATION }), example: { evaluation: EXAMPLE_EVALUATION } } },
       errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `no cases, more than ${MAX_CASES}, or a bad case (an empty question; an \`expect\` that is neither a list of phrases nor "handoff")` },
-      load,
+      load: loadPathAgent,
       handler: async ({ req, res, loaded: agent, body: { cases } }) => {
         const tenant = req.tenant!;
         const profile = agentProfile(agent);
@@ -134,7 +132,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of evaluations.', schema: pageOf('evaluations', EVALUATION), example: examplePage('evaluations', EXAMPLE_EVALUATION) } },
       errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_PAGE },
-      load,
+      load: loadPathAgent,
       handler: async ({ req, res, loaded: agent, query: page }) => {
         const [rows, total] = await req.tenant!.em.findAndCount(AgentEvaluationSchema, { agentId: agent.id }, { orderBy: { id: 'desc' }, ...page });
         res.json({ evaluations: rows.map(evaluationView), total, ...page });

@@ -11,7 +11,7 @@ import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType 
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
-import { idParam } from '../http/validate.js';
+import { idParam, invalidFields } from '../http/validate.js';
 import { registerHelpdeskWebhook, resolveHelpdeskUrl, upstreamText, WebhookRegistrationError } from '../integrations/helpdesk-account.js';
 import { activityOf, readWebhookActivity } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
@@ -40,7 +40,7 @@ function checkFieldsFitType(type: IntegrationType, body: IntegrationInput): void
   const wrong = (type === 'helpdesk' ? WEBCHAT_ONLY : HELPDESK_ONLY).filter((f) => body[f] !== undefined && body[f] !== null);
   if (wrong.length) {
     const details: FieldError[] = wrong.map((field) => ({ field, message: `is not used by ${type} integrations` }));
-    throw new AppError('VALIDATION_ERROR', `Invalid ${wrong.join(', ')}.`, { details });
+    throw invalidFields(details);
   }
 }
 

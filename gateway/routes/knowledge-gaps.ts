@@ -4,7 +4,7 @@ import { groupNoAnswers, MAX_GAP_CONVERSATIONS, MAX_GAP_QUESTIONS, readNoAnswers
 import { BAD_PAGE, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, PAGE_PARAMS, pageParams, type Page } from '../http/pagination.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, DATE_OR_TIME, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
-import { idParam, idPathParam } from '../http/validate.js';
+import { idParam, idPathParam, invalidFields } from '../http/validate.js';
 import { DEFAULT_PERIOD_DAYS, parseBound } from './analytics.js';
 
 /**
@@ -30,7 +30,7 @@ function periodOf(q: Record<string, unknown>, now: number): { from: Date; to: Da
   const details: FieldError[] = [];
   const from = parseBound(q.from, 'from', details);
   const to = parseBound(q.to, 'to', details);
-  if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+  if (details.length) throw invalidFields(details);
   const end = to ?? new Date(now);
   const start = from ?? new Date(end.getTime() - DEFAULT_PERIOD_DAYS * DAY_MS);
   if (start.getTime() >= end.getTime()) {

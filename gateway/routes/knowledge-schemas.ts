@@ -1,10 +1,9 @@
-import { AppError } from '../../lib/errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, MAX_SYNONYM_LENGTH, MAX_SYNONYMS_PER_GROUP } from '../../lib/knowledge/search.js';
 import type { SearchHit } from '../../lib/knowledge/retrieve.js';
 import type { KnowledgeBase, KnowledgeDocument } from '../../schema/entities.js';
 import type { QueryParams } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
-import { bodyValidator, idPathParam, type BodyValidator } from '../http/validate.js';
+import { bodyValidator, idPathParam, invalidFields, type BodyValidator } from '../http/validate.js';
 import type { BaseInput } from '../knowledge/service.js';
 
 /**
@@ -17,7 +16,7 @@ import type { BaseInput } from '../knowledge/service.js';
 export const MAX_DOCUMENT_BYTES = 1_000_000;
 /** An uploaded file may be up to this many bytes. */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
-export const MAX_QUERY_LENGTH = 1000;
+const MAX_QUERY_LENGTH = 1000;
 
 const nameProperty = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' };
 const embeddingProperty = {
@@ -46,8 +45,8 @@ export const patchBaseBody = bodyValidator<BaseInput>({
   title: 'KnowledgeBasePatch',
   type: 'object', additionalProperties: false, properties: { name: nameProperty, language: languageProperty, embedding: embeddingProperty, synonyms: synonymsProperty },
 });
-export type TextDocumentInput = { title: string; content: string; format?: 'text' | 'markdown' | 'html' };
-export type PageDocumentInput = { url: string; title?: string };
+type TextDocumentInput = { title: string; content: string; format?: 'text' | 'markdown' | 'html' };
+type PageDocumentInput = { url: string; title?: string };
 export const textDocumentBody = bodyValidator<TextDocumentInput>({
   title: 'TextDocument',
   type: 'object',
@@ -112,7 +111,7 @@ export const SEARCH_QUERY: QueryParams<{ q: string; limit: number | undefined }>
       limit = typeof q.limit === 'string' && /^\d{1,3}$/.test(q.limit) ? Number(q.limit) : NaN;
       if (!(limit >= 1 && limit <= MAX_SEARCH_LIMIT)) details.push({ field: 'limit', message: `must be an integer from 1 to ${MAX_SEARCH_LIMIT}` });
     }
-    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    if (details.length) throw invalidFields(details);
     return { q: q.q as string, limit };
   },
 };

@@ -13,7 +13,7 @@ import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type KnowledgeDocument } 
 import { BAD_PAGE, DEFAULT_LIST_LIMIT, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, nullable, object, STRING } from '../http/schemas.js';
-import { assertTenantUrl, idParam } from '../http/validate.js';
+import { assertTenantUrl, idParam, invalidField } from '../http/validate.js';
 import { formatOf, type DocumentFormat } from '../knowledge/extract.js';
 import type { KnowledgeIngestor } from '../knowledge/ingestor.js';
 import { KnowledgeService } from '../knowledge/service.js';
@@ -191,10 +191,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
           doc = await knowledge.addDocument(tenant, kb, { title: body.title?.trim() ?? body.url, source: { type: 'url', url: body.url }, raw: null });
         } else {
           const raw = Buffer.from(body.content, 'utf8');
-          if (raw.length > MAX_DOCUMENT_BYTES) {
-            const message = `must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`;
-            throw new AppError('VALIDATION_ERROR', `Invalid content: ${message}.`, { details: [{ field: 'content', message }] });
-          }
+          if (raw.length > MAX_DOCUMENT_BYTES) throw invalidField('content', `must be at most ${MAX_DOCUMENT_BYTES} bytes (UTF-8)`);
           // Stored as sent, read like an upload of its format: a text without anything to index fails in the background.
           const format: DocumentFormat = body.format ?? 'markdown';
           doc = await knowledge.addDocument(tenant, kb, { title: body.title.trim(), source: { type: format, bytes: raw.length }, raw });
@@ -207,8 +204,8 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       summary: 'The documents of a knowledge base, paged',
       params: [BASE_ID],
       query: PAGE_QUERY,
-      responses: { 200: { description: 'A page of documents.', schema: pageOf('documents', DOCUMENT), example: { documents: [EXAMPLE_DOCUMENT], total: 1, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
-      errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: 'a bad limit or offset' },
+      responses: { 200: { description: 'A page of documents.', schema: pageOf('documents', DOCUMENT), example: examplePage('documents', EXAMPLE_DOCUMENT) } },
+      errors: { NOT_FOUND: NO_BASE, VALIDATION_ERROR: BAD_PAGE },
       load: base,
       handler: async ({ req, res, loaded: kb, query: { limit, offset } }) => {
         const [docs, total] = await req.tenant!.em.findAndCount(KnowledgeDocumentSchema, { knowledgeBaseId: kb.id }, { orderBy: { id: 'asc' }, limit, offset });
@@ -253,7 +250,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       params: [BASE_ID, DOCUMENT_ID],
       query: PAGE_QUERY,
       responses: { 200: { description: 'A page of chunks.', schema: pageOf('chunks', CHUNK), example: { chunks: [EXAMPLE_CHUNK], total: 12, limit: DEFAULT_LIST_LIMIT, offset: 0 } } },
-      errors: { NOT_FOUND: NO_DOCUMENT, VALIDATION_ERROR: 'a bad limit or offset' },
+      errors: { NOT_FOUND: NO_DOCUMENT, VALIDATION_ERROR: BAD_PAGE },
       load: (req) => baseAndDocument(req),
       handler: async ({ req, res, loaded: { doc }, query: page }) => {
         res.json({ ...(await knowledge.listChunks(req.tenant!, doc, page)), ...page });

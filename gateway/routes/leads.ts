@@ -6,7 +6,7 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import { ConversationSchema } from '../../schema/conversation-entities.js';
 import { LeadSchema, LeadStageMoveSchema, type Lead, type LeadStageMove } from '../../schema/lead-entities.js';
 import type { Principal } from '../auth/authenticate.js';
-import { bodyValidator, idFilter, idParam, idPathParam } from '../http/validate.js';
+import { bodyValidator, idFilter, idParam, idPathParam, invalidFields } from '../http/validate.js';
 import { examplePage, PAGE_PARAMS, pageOf, pageParams, type Page } from '../http/pagination.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
@@ -132,7 +132,7 @@ const LIST_QUERY: QueryParams<{ pipelineId?: number; stageId?: number } & Page> 
     const details: { field: string; message: string }[] = [];
     const pipelineId = idFilter(q, 'pipelineId', details);
     const stageId = idFilter(q, 'stageId', details);
-    if (details.length) throw new AppError('VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}.`, { details });
+    if (details.length) throw invalidFields(details);
     return { pipelineId, stageId, ...pageParams(q) };
   },
 };

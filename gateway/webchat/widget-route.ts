@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Router } from 'express';
-import type { RouteDoc } from '../http/route-docs.js';
+import { defineRoute, type Route } from '../http/route.js';
 import { STRING } from '../http/schemas.js';
 
 /** The embeddable widget (web/widget/widget.js), served as is: no build step, no dependencies. */
@@ -13,27 +12,10 @@ export const WIDGET_FILE = fileURLToPath(new URL('../../web/widget/widget.js', i
  * data-integration-id="7">`), so it is explicitly cross-origin readable (helmet's default
  * Cross-Origin-Resource-Policy would block it); cached briefly, revalidated by ETag.
  */
-export function widgetRoutes(options: { file?: string } = {}): Router {
+export function widgetRoute(options: { file?: string } = {}): Route {
   const source = readFileSync(options.file ?? WIDGET_FILE);
   const etag = `"${createHash('sha256').update(source).digest('hex').slice(0, 16)}"`;
-  const router = Router();
-  router.get('/widget.js', (req, res) => {
-    res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-    res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Cache-Control', 'public, max-age=300');
-    res.setHeader('ETag', etag);
-    if (req.headers['if-none-match'] === etag) {
-      res.status(304).end();
-      return;
-    }
-    res.send(source);
-  });
-  return router;
-}
-
-export const widgetRouteDocs: readonly RouteDoc[] = [
-  {
+  return defineRoute({
     method: 'GET', path: '/widget.js', operationId: 'getWidget', tag: 'Webchat', access: 'public',
     summary: 'The embeddable chat widget',
     description: 'Embed it: `<script src="https://your.host/widget.js" data-integration-id="7" async></script>`.',
@@ -42,5 +24,17 @@ export const widgetRouteDocs: readonly RouteDoc[] = [
       200: { description: 'The script (cross-origin readable, cached 5 minutes, with an ETag).', type: 'text/javascript', schema: STRING, example: '(() => { /* the widget */ })();' },
       304: { description: 'The copy the browser holds is current.' },
     },
-  },
-];
+    handler: ({ req, res }) => {
+      res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+      res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.setHeader('ETag', etag);
+      if (req.headers['if-none-match'] === etag) {
+        res.status(304).end();
+        return;
+      }
+      res.send(source);
+    },
+  });
+}

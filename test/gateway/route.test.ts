@@ -8,6 +8,7 @@ import { bodyValidator, idParam, idPathParam, type BodyValidator } from '../../g
 import { AppError } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
 import { listenLocal } from '../support/local-server.js';
+import { apiClient } from '../support/service.js';
 
 /**
  * A route is one declaration (gateway/http/route.ts): AppRoutes mounts it behind the guard of
@@ -34,13 +35,10 @@ async function serve(t: Test, mount: (routes: AppRoutes) => void) {
   app.use(notFoundHandler);
   app.use(errorHandler(createLogger('silent')));
   const { url } = await listenLocal(createServer(app), t);
+  const api = apiClient(url);
   const call = async (method: string, path: string, options: { token?: string; body?: unknown } = {}) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    return [res.status, await res.json()] as const;
+    const res = await api(method, path, options);
+    return [res.status, res.body] as const;
   };
   return { routes, call };
 }

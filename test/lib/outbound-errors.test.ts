@@ -1,12 +1,12 @@
 // One judgement of every outbound failure (lib/outbound-errors.ts): whether retrying can help,
 // whether the request may have been carried out, how long the server asked us to wait. The
 // helpdesk's outbox, model calls and embeddings all decide from these fields.
-import { createServer } from 'node:net';
 import t from 'tap';
 import { BlockedAddressError } from '../../lib/address-guard.js';
 import { HelpdeskError } from '../../lib/helpdesk-client.js';
 import { OutboundError, outboundErrorIn, statusFailure } from '../../lib/outbound-errors.js';
 import { outboundRequest } from '../../lib/outbound-http.js';
+import { freePort } from '../support/local-server.js';
 
 const judged = (e: OutboundError) => ({ permanent: e.permanent, retryable: e.retryable, maybeDelivered: e.maybeDelivered });
 
@@ -45,10 +45,7 @@ t.test('a helpdesk error is judged by the same rules', async (t) => {
 
 t.test('from a real exchange', async (t) => {
   // A port nothing listens on: refused before anything was sent.
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const port = await freePort();
   const refused = await outboundRequest({ method: 'POST', url: `http://127.0.0.1:${port}/`, timeoutMs: 2000, maxBodyBytes: 1024 }).catch((err: unknown) => err);
   t.match(refused, { code: 'NETWORK', retryable: true, maybeDelivered: false });
   t.equal(outboundErrorIn(new Error('wrapped', { cause: refused })), refused, 'found under a library error');

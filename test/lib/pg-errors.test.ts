@@ -1,11 +1,11 @@
 // Database failures classified in one place (lib/pg-errors.ts), by SQLSTATE or network code,
 // against errors real PostgreSQL raises: through raw `pg` (the message path) and through
 // MikroORM (the API).
-import { createServer } from 'node:net';
 import pg from 'pg';
 import t from 'tap';
 import { isDataError, pgErrorKind, sqlState } from '../../lib/pg-errors.js';
 import { createTestDatabase } from '../support/database.js';
+import { freePort } from '../support/local-server.js';
 
 const { url, orm } = await createTestDatabase(t, 'pg_errors');
 const client = new pg.Client({ connectionString: url });
@@ -73,10 +73,7 @@ t.test('a connection the server ends, or none at all: unavailable', async (t) =>
   t.equal(pgErrorKind(err), 'unavailable');
   await victim.end().catch(() => {});
 
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const { port } = closed.address() as { port: number };
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const port = await freePort();
   const nobody = new pg.Client({ host: '127.0.0.1', port, user: 'root', database: 'postgres' });
   const refused = await nobody.connect().then(() => null, (e: unknown) => e);
   t.equal(sqlState(refused), null, 'no answer from PostgreSQL');

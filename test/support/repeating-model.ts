@@ -21,7 +21,7 @@ export interface RepeatingModel extends OpenAiStub {
   askedAbout: (text: string) => ModelRequest[];
 }
 
-export const REPEATING_MODEL_NAME = 'repeater-1';
+const REPEATING_MODEL_NAME = 'repeater-1';
 
 export async function startRepeatingModel(t: Test, options: { delayMs?: (text: string) => number } = {}): Promise<RepeatingModel> {
   const stub = await startOpenAiStub(t);
