@@ -34,8 +34,13 @@ export interface DirectSending {
   leases: { epochOf(partition: number): number | null };
 }
 
+/** How much of the last message a conversation keeps for the inbox (contract: `lastMessage.text` ≤ 200 characters). */
+const LAST_MESSAGE_CHARS = 200;
+
+/** The first LAST_MESSAGE_CHARS UTF-16 units, without a surrogate pair cut in half (an emoji at the cut). */
+const previewOf = (text: string): string => text.slice(0, LAST_MESSAGE_CHARS).replace(/[\uD800-\uDBFF]$/, '');
+
 export interface ConversationChanges {
-  lastMessageAt?: Date;
   clearHold?: boolean;
   channelId?: string | null;
   transport?: string | null;
@@ -93,15 +98,16 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
 
 function conversationRowView(c: ConversationRow): ConversationView {
   return conversationView({
-    id: c.id, integrationId: c.integration_id, channel: c.channel, clientId: c.client_id, status: c.status, state: c.state, snapshot: c.snapshot,
+    id: c.id, integrationId: c.integration_id, channel: c.channel, transport: c.transport, clientId: c.client_id, status: c.status, state: c.state, snapshot: c.snapshot,
     createdAt: c.created_at, updatedAt: c.updated_at, lastMessageAt: c.last_message_at, closedAt: c.closed_at,
+    assigneeId: c.assignee_id, labels: c.labels, lastMessageRole: c.last_message_role, lastMessageText: c.last_message_text, customerMessages: c.customer_messages,
   });
 }
 
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id, replyToId: m.reply_to_id, delivery: m.delivery,
-    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, createdAt: m.created_at,
+    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, authorId: m.author_id ?? null, createdAt: m.created_at,
   });
 }
 
@@ -196,7 +202,6 @@ export class Plan {
 
   /** Changes the row in memory; it is saved by `write`. */
   touch(conv: ConversationRow, changes: ConversationChanges = {}): void {
-    if (changes.lastMessageAt) conv.last_message_at = changes.lastMessageAt;
     if (changes.clearHold) conv.hold_requested_at = null;
     if (changes.channelId) conv.channel_id = changes.channelId;
     if (changes.transport) conv.transport = changes.transport;
@@ -206,16 +211,25 @@ export class Plan {
   /** Plans a message of the conversation (the next seq), optionally with its outbox row; `id`: one reserved for it. */
   addMessage(
     conv: ConversationRow,
-    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'external_id' | 'attachments'>>,
+    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'external_id' | 'attachments' | 'author_id'>>,
     outboxKind: OutboxKind | null = null,
   ): void {
     conv.message_seq += 1;
+    if (m.role === 'customer') conv.customer_messages += 1;
+    // What the inbox shows: the last message of the customer or of whoever answered them: not a note, a transfer record,
+    // a reply an operator's pause cancelled, or the bot's handoff notice (a customer who asked for a person still
+    // "wrote last": the conversation needs one).
+    if (m.role !== 'system' && m.kind !== 'note' && m.kind !== 'handoff_notice' && m.delivery !== 'cancelled') {
+      conv.last_message_role = m.role;
+      conv.last_message_text = m.text.length > LAST_MESSAGE_CHARS ? previewOf(m.text) : m.text;
+      conv.last_message_at = new Date();
+    }
     const planned: PlannedMessage = {
       conv,
       row: {
         id: m.id ?? null, company_id: conv.company_id, conversation_id: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
         external_id: m.external_id ?? null, reply_to_id: m.reply_to_id ?? null, delivery: m.delivery ?? null, sources: m.sources ?? null, confidence: m.confidence ?? null,
-        attachments: m.attachments ?? [],
+        attachments: m.attachments ?? [], author_id: m.author_id ?? null,
       },
       outboxKind,
       stored: null,
@@ -261,7 +275,7 @@ export class Plan {
     const { next, actions } = stepConversation(conv.snapshot, event as ConversationEvent);
     const changed = actions.length > 0 || !sameJson(next.value, conv.snapshot.value) || !sameJson(next.context, conv.snapshot.context);
     if (!changed) {
-      if (changes.lastMessageAt || changes.channelId || changes.transport || changes.clearHold) this.touch(conv, changes);
+      if (changes.channelId || changes.transport || changes.clearHold) this.touch(conv, changes);
       return false;
     }
     const ctx: EffectContext = { hold: conv.hold_requested_at !== null, closing: actions.some((a) => a.type === 'session_close') };

@@ -305,7 +305,7 @@ export class Steps {
       ...(behaviour.debounceMs > 0 && !outside ? { debounceMs: behaviour.debounceMs } : {}),
     };
     plan.remember(conv, m.requestId, m.dialogId);
-    plan.step(conv, event, { lastMessageAt: now, channelId: m.channelId, transport: m.transport });
+    plan.step(conv, event, { channelId: m.channelId, transport: m.transport });
     // Marked, so the transition log tells why, and a customer is told the hours once.
     if (outside && isAnswering(conv.state)) plan.step(conv, { type: 'xstate.done.actor.agent', output: outside, outsideHours: true });
     return { conv, next: this.#nextOf(conv, step.route, askLocally) };
@@ -325,7 +325,7 @@ export class Steps {
   }
 
   /**
-   * Operator commands from the API (pause, resume, close, reply). The API waits for the
+   * Operator commands from the API (pause, resume, close, reply, note). The API waits for the
    * "applied" notice published after the commit. A pause or close clears the hold the API set
    * at once in the database (an agent reply committed meanwhile was cancelled: actors/plan.ts).
    */
@@ -338,11 +338,13 @@ export class Steps {
     let outcome: 'applied' | 'duplicate' | 'ignored' = fresh ? 'applied' : 'duplicate';
     if (fresh) {
       const cmd = env.command;
-      if (cmd.action === 'reply') {
+      if (cmd.action === 'reply' || cmd.action === 'note') {
         if (conv.status === 'closed') outcome = 'ignored';
+        else if (cmd.action === 'note') plan.addMessage(conv, { role: 'operator', kind: 'note', text: cmd.text, author_id: cmd.by });
         else {
-          plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending' }, 'operator_reply');
-          plan.touch(conv, { lastMessageAt: new Date() });
+          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out.
+          if (conv.status === 'active') plan.step(conv, { type: 'operator.pause', at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold: true });
+          plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending', author_id: cmd.by }, 'operator_reply');
         }
       } else {
         const clearHold = cmd.action === 'pause' || cmd.action === 'close';

@@ -12,6 +12,7 @@ import { startStandIn } from './lib/stand-in.js';
 import { runActors } from './sections/actors.js';
 import { runDrain, runScaleOut } from './sections/drain.js';
 import { runIngestion } from './sections/ingestion.js';
+import { runInbox } from './sections/inbox.js';
 import { runIngress } from './sections/ingress.js';
 import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
@@ -72,6 +73,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   models: runModels,
   trust: runTrust,
   trip: runTrip,
+  inbox: runInbox,
 };
 
 const startedAt = new Date();

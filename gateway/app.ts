@@ -14,6 +14,7 @@ import { createAuthenticator } from './auth/authenticate.js';
 import { CredentialWatch } from './auth/credential-watch.js';
 import { Sessions } from './auth/sessions.js';
 import { errorHandler, notFoundHandler } from './http/errors.js';
+import { TeamColumns } from './conversations/team-columns.js';
 import { EventStreams } from './http/event-streams.js';
 import { apiPolicy } from './http/api-policy.js';
 import { jsonBodyOnly } from './http/json-body.js';
@@ -30,11 +31,13 @@ import { apiDocsRoutes } from './routes/api-docs.js';
 import { apiTokenRoutes } from './routes/api-tokens.js';
 import { authRoutes } from './routes/auth.js';
 import { billingRoutes } from './routes/billing.js';
+import { cannedReplyRoutes } from './routes/canned-replies.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { dashboard } from './routes/dashboard.js';
 import { healthRoutes, metricsGuard } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { leadRoutes } from './routes/leads.js';
+import { userRoutes } from './routes/users.js';
 import type { WebhookActivityOptions } from './webhook/activity.js';
 import { webhookIngress, webhookPostRouteDoc } from './webhook/ingress.js';
 import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/server.js';
@@ -104,6 +107,8 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // Server-Sent Event streams end with their credential and are counted per company.
   const credentials = new CredentialWatch({ orm, sessions, logger, now });
   const streams = new EventStreams({ credentials, maxPerCompany: config.sseMaxPerCompany });
+  // What a team writes of its conversations (assignee, labels, reads), told to live views as it changes.
+  const team = new TeamColumns({ sql, nc: deps.nc, names: streamNames(config.natsPrefix), logger });
   const vectors = new VectorIndex();
   const ingestor = new KnowledgeIngestor({ orm, sql, secrets, config, logger }, deps.knowledge);
   ingestor.start();
@@ -148,11 +153,14 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.use('/api', jsonBodyOnly);
   routes.mount('/api/auth', authRoutes({ orm, config, logger, sessions, now }));
   // A company's own prefixes: any path under them needs the credential before it is matched.
-  routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session' });
-  routes.mount('/api/agents', [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger })], { access: 'any' });
-  routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any' });
-  routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger }), ...knowledgeGapRoutes({ sql, now })], { access: 'any' });
-  routes.mount('/api', [...billingRoutes(), ...conversationRoutes({ config, nc: deps.nc, logger, streams }), ...leadRoutes({ sql }), ...analyticsRoutes({ sql, now })]);
+  // The company's setup needs an admin (operators get 403 FORBIDDEN); conversations and leads any user.
+  routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session', role: 'admin' });
+  routes.mount('/api/agents', [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger })], { access: 'any', role: 'admin' });
+  routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any', role: 'admin' });
+  routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger }), ...knowledgeGapRoutes({ sql, now })], { access: 'any', role: 'admin' });
+  routes.mount('/api/users', userRoutes({ config, team, now }), { access: 'any' });
+  routes.mount('/api/canned-replies', cannedReplyRoutes(config.quotas), { access: 'any' });
+  routes.mount('/api', [...billingRoutes(), ...conversationRoutes({ config, nc: deps.nc, logger, sql, team, streams }), ...leadRoutes({ sql }), ...analyticsRoutes({ sql, now })]);
   // The dashboard: exactly GET / and /app/<version>/…, so it shadows no other route.
   const pages = dashboard();
   routes.mount('/', pages.routes);

@@ -11,6 +11,8 @@ export interface ConversationView {
   id: number;
   integrationId: number;
   channel: Channel;
+  /** The messenger behind a helpdesk conversation (`telegram`, `whatsapp`, …, as Chat2Desk names it); null for webchat or when unknown. */
+  transport: string | null;
   clientId: string;
   status: ConversationStatus;
   state: StateValue;
@@ -19,6 +21,19 @@ export interface ConversationView {
   updatedAt: string;
   lastMessageAt: string | null;
   closedAt: string | null;
+  /** The last message the customer sees (its first 200 characters), null before any. */
+  lastMessage: LastMessageView | null;
+  /** The teammate who has it, null when unassigned. */
+  assigneeId: string | null;
+  labels: string[];
+  /** Customer messages in the session (a user's `unread` is this less what they had seen). */
+  customerMessages: number;
+}
+
+export interface LastMessageView {
+  role: string;
+  text: string;
+  at: string;
 }
 
 export interface MessageView {
@@ -36,6 +51,8 @@ export interface MessageView {
   sources: { documentId: number; chunkId: number; title: string }[] | null;
   /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); else null. */
   confidence: number | null;
+  /** The teammate who wrote an operator reply or note (null otherwise). */
+  authorId: string | null;
   createdAt: string;
 }
 
@@ -53,11 +70,21 @@ export interface TransitionView {
  * What changed in a conversation, as the worker tells it on
  * names.conversationEvents(companyId, conversationId): each publish carries a JSON array of
  * notices (`ConversationNotices`), in order, all of one conversation and one commit.
+ * `updated` is the API's (gateway/conversations/team-columns.ts): the columns the worker never
+ * writes changed (assignee, labels), or a user read it (`reader`: who, and how many customer
+ * messages they have now seen). A reader of these notices ignores types it does not know.
  */
 export type ConversationNotice =
   | { type: 'transition'; conversationId: number; transition: TransitionView; conversation: ConversationView }
   | { type: 'message'; conversationId: number; message: MessageView }
-  | { type: 'applied'; conversationId: number; idempotencyKey: string; outcome: 'applied' | 'duplicate' | 'not_found' | 'ignored'; conversation: ConversationView | null };
+  | { type: 'applied'; conversationId: number; idempotencyKey: string; outcome: 'applied' | 'duplicate' | 'not_found' | 'ignored'; conversation: ConversationView | null }
+  | { type: 'updated'; conversationId: number; conversation: ConversationView; reader?: ReadMark };
+
+/** A user's read of a conversation: the customer messages they had seen then (their unread is the rest). */
+export interface ReadMark {
+  userId: string;
+  customerMessagesRead: number;
+}
 
 /** One publish on names.conversationEvents: the notices of one conversation and one commit, in order. */
 export type ConversationNotices = ConversationNotice[];
@@ -82,6 +109,7 @@ export interface ConversationLike {
   id: number;
   integrationId: number;
   channel: Channel;
+  transport: string | null;
   clientId: string;
   status: ConversationStatus;
   state: StateValue;
@@ -90,21 +118,32 @@ export interface ConversationLike {
   updatedAt: Date | string;
   lastMessageAt: Date | string | null;
   closedAt: Date | string | null;
+  assigneeId: string | null;
+  labels: string[];
+  lastMessageRole: string | null;
+  lastMessageText: string | null;
+  customerMessages: number;
 }
 
 export function conversationView(c: ConversationLike): ConversationView {
+  const lastMessageAt = iso(c.lastMessageAt);
   return {
     id: c.id,
     integrationId: c.integrationId,
     channel: c.channel,
+    transport: c.transport,
     clientId: c.clientId,
     status: c.status,
     state: c.state,
     context: c.snapshot?.context ?? null,
     createdAt: iso(c.createdAt)!,
     updatedAt: iso(c.updatedAt)!,
-    lastMessageAt: iso(c.lastMessageAt),
+    lastMessageAt,
     closedAt: iso(c.closedAt),
+    lastMessage: c.lastMessageRole !== null && lastMessageAt !== null ? { role: c.lastMessageRole, text: c.lastMessageText ?? '', at: lastMessageAt } : null,
+    assigneeId: c.assigneeId,
+    labels: c.labels,
+    customerMessages: c.customerMessages,
   };
 }
 
@@ -120,6 +159,7 @@ export interface MessageLike {
   deliveryError?: string | null;
   sources?: { documentId: number; chunkId: number; title: string }[] | null;
   confidence?: number | null;
+  authorId?: string | null;
   createdAt: Date | string;
 }
 
@@ -136,6 +176,7 @@ export function messageView(m: MessageLike): MessageView {
     deliveryError: m.deliveryError ?? null,
     sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
     confidence: m.confidence ?? null,
+    authorId: m.authorId ?? null,
     createdAt: iso(m.createdAt)!,
   };
 }

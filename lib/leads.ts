@@ -103,6 +103,29 @@ export async function moveLead(c: SqlClient, input: { companyId: number; leadId:
   return { ok: true, leadId, moved: moved.length > 0, from: fromRef, to: stageRef(target) };
 }
 
+/** What the team knows of a lead's customer (PATCH /api/leads/:id); null: not known. */
+export interface LeadContact {
+  name: string | null;
+  email: string | null;
+  phone: string | null;
+}
+
+/** Sets the given fields of a lead of `companyId` (the others are kept); false when it has no such lead. */
+export async function updateLeadContact(c: SqlClient, input: { companyId: number; leadId: number; contact: Partial<LeadContact> }): Promise<boolean> {
+  const { name, email, phone } = input.contact;
+  const rows = await query<{ id: number }>(
+    c,
+    'lead_contact',
+    `update leads set
+       name = case when $3 then $4 else name end,
+       email = case when $5 then $6 else email end,
+       phone = case when $7 then $8 else phone end
+     where id = $1 and company_id = $2 returning id`,
+    [input.leadId, input.companyId, name !== undefined, name ?? null, email !== undefined, email ?? null, phone !== undefined, phone ?? null],
+  );
+  return rows.length > 0;
+}
+
 async function resolveStage(c: SqlClient, companyId: number, pipelineStages: StageRow[], stage: number | string): Promise<StageRow | null> {
   if (typeof stage === 'string') {
     const wanted = normalName(stage);

@@ -24,6 +24,8 @@ export interface StreamNames {
   webchatOutbound: (integrationId: number, visitorId: string) => string;
   /** Core-NATS subject of live conversation transitions (the inspect stream). */
   conversationEvents: (companyId: number, conversationId: number) => string;
+  /** Wildcard of every conversationEvents subject of a company (the inbox's event stream). */
+  companyConversationEvents: (companyId: number) => string;
   /** KV bucket holding partition leases. */
   leaseBucket: string;
 }
@@ -38,6 +40,7 @@ export function streamNames(prefix: string): StreamNames {
     integrationChanges: `${prefix}.ctl.integrations`,
     webchatOutbound: (integrationId, visitorId) => `${prefix}.webchat.out.${integrationId}.${visitorId}`,
     conversationEvents: (companyId, conversationId) => `${prefix}.conv.${companyId}.${conversationId}`,
+    companyConversationEvents: (companyId) => `${prefix}.conv.${companyId}.*`,
     leaseBucket: `${prefix}_leases`,
   };
 }

@@ -35,8 +35,18 @@ export interface Conversation {
   transitionSeq: number;
   /** Set by the operator API the moment a pause / close is requested; cleared when applied. */
   holdRequestedAt: Date | null;
+  /** The teammate who has it (written by the API; a removed user leaves it unassigned). */
+  assigneeId: string | null;
+  /** The company's labels on it (written by the API). */
+  labels: string[];
+  /** The last message of the customer or of whoever answered them (not notes, transfer records or handoff notices): its role and first 200 characters (written by the worker). */
+  lastMessageRole: string | null;
+  lastMessageText: string | null;
+  /** Customer messages in the session (written by the worker): a user's unread count is this less what they had seen. */
+  customerMessages: number;
   createdAt: Date;
   updatedAt: Date;
+  /** When the last message the customer sees was written. */
   lastMessageAt: Date | null;
   closedAt: Date | null;
 }
@@ -60,6 +70,11 @@ export const ConversationSchema = new EntitySchema<Conversation>({
     messageSeq: { type: 'integer', default: 0 },
     transitionSeq: { type: 'integer', default: 0 },
     holdRequestedAt: { type: 'datetime', nullable: true },
+    assigneeId: { type: 'uuid', nullable: true },
+    labels: { type: 'text[]', default: '{}' },
+    lastMessageRole: { type: 'text', nullable: true },
+    lastMessageText: { type: 'text', nullable: true },
+    customerMessages: { type: 'integer', default: 0 },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
     lastMessageAt: { type: 'datetime', nullable: true },
@@ -100,8 +115,8 @@ export interface ConversationMessage {
   /** 1, 2, 3, ... within the conversation. */
   seq: number;
   role: MessageRole;
-  /** `transfer`: a handed-off helpdesk dialog's transfer to the integration's operator group (role system). */
-  kind: 'message' | 'reply' | 'handoff_notice' | 'transfer';
+  /** `transfer`: a handed-off helpdesk dialog's transfer to the integration's operator group (role system); `note`: an operator's private note, never sent. */
+  kind: 'message' | 'reply' | 'handoff_notice' | 'transfer' | 'note';
   text: string;
   /** The platform's id: helpdesk message_id of a customer message, or of our sent reply. */
   externalId: string | null;
@@ -114,6 +129,8 @@ export interface ConversationMessage {
   sources: ReplySource[] | null;
   /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null otherwise. */
   confidence: number | null;
+  /** The teammate who wrote an operator reply or note; null otherwise (and for API tokens). */
+  authorId: string | null;
   createdAt: Date;
 }
 
@@ -136,7 +153,30 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     attachments: { type: 'json', default: '[]' },
     sources: { type: 'json', nullable: true },
     confidence: { type: 'float', nullable: true },
+    authorId: { type: 'uuid', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+/** How many of a conversation's customer messages a user had seen when they last read it. */
+export interface ConversationRead {
+  conversationId: number;
+  userId: string;
+  companyId: number;
+  customerMessagesRead: number;
+  readAt: Date;
+}
+
+export const ConversationReadSchema = new EntitySchema<ConversationRead>({
+  name: 'ConversationRead',
+  tableName: 'conversation_reads',
+  filters: tenantFilter,
+  properties: {
+    conversationId: { type: 'integer', primary: true },
+    userId: { type: 'uuid', primary: true },
+    companyId: { type: 'integer' },
+    customerMessagesRead: { type: 'integer' },
+    readAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
 
@@ -256,6 +296,7 @@ export const conversationEntities = [
   ConversationSchema,
   ConversationRefSchema,
   ConversationMessageSchema,
+  ConversationReadSchema,
   ConversationTransitionSchema,
   InboundReceiptSchema,
   OutboxSchema,

@@ -43,11 +43,16 @@ export const CompanySchema = new EntitySchema<Company>({
   },
 });
 
+/** `owner`: who registered (and whom an owner made one); `admin`: everything but owners; `operator`: conversations, leads, canned replies. */
+export type UserRole = 'owner' | 'admin' | 'operator';
+
 export interface User {
   id: string;
   email: string;
   passwordHash: string;
   companyId: number;
+  role: UserRole;
+  displayName: string | null;
   isSuperadmin: boolean;
   createdAt: Date;
 }
@@ -60,8 +65,68 @@ export const UserSchema = new EntitySchema<User>({
     email: { type: 'text', unique: true },
     passwordHash: { type: 'text', lazy: true },
     companyId: { type: 'integer' },
+    role: { type: 'text', default: 'owner' },
+    displayName: { type: 'text', nullable: true },
     isSuperadmin: { type: 'boolean', default: false },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
+  },
+});
+
+/** An invitation to join a company (migration 0021): its token is shown once and stored as a SHA-256 hash. */
+export interface UserInvitation {
+  id: number;
+  companyId: number;
+  email: string;
+  role: UserRole;
+  displayName: string | null;
+  tokenHash: string;
+  createdBy: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  acceptedAt: Date | null;
+}
+
+export const UserInvitationSchema = new EntitySchema<UserInvitation>({
+  name: 'UserInvitation',
+  tableName: 'user_invitations',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    email: { type: 'text' },
+    role: { type: 'text' },
+    displayName: { type: 'text', nullable: true },
+    tokenHash: { type: 'text', unique: true },
+    createdBy: { type: 'uuid', nullable: true },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    expiresAt: { type: 'datetime' },
+    acceptedAt: { type: 'datetime', nullable: true },
+  },
+});
+
+/** A reply an operator inserts by its shortcut (`/` in the conversation view). */
+export interface CannedReply {
+  id: number;
+  companyId: number;
+  shortcut: string;
+  text: string;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const CannedReplySchema = new EntitySchema<CannedReply>({
+  name: 'CannedReply',
+  tableName: 'canned_replies',
+  filters: tenantFilter,
+  properties: {
+    id: { type: 'integer', primary: true, autoincrement: true },
+    companyId: { type: 'integer' },
+    shortcut: { type: 'text' },
+    text: { type: 'text' },
+    createdBy: { type: 'uuid', nullable: true },
+    createdAt: { type: 'datetime', defaultRaw: 'now()' },
+    updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });
 
@@ -475,6 +540,8 @@ export const IntegrationSchema = new EntitySchema<Integration>({
 export const entities = [
   CompanySchema,
   UserSchema,
+  UserInvitationSchema,
+  CannedReplySchema,
   AuthSessionSchema,
   RefreshTokenSchema,
   ApiTokenSchema,

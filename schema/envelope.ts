@@ -32,7 +32,8 @@ export interface NormalisedStatus {
 
 export type OperatorCommand =
   | { action: 'pause' | 'resume' | 'close'; by: string | null }
-  | { action: 'reply'; text: string; by: string | null };
+  /** `reply` is sent to the customer (pausing an active conversation first); `note` never is. `by`: the user id. */
+  | { action: 'reply' | 'note'; text: string; by: string | null };
 
 interface EnvelopeBase {
   v: 1;

@@ -22,6 +22,10 @@ export interface Lead {
   clientId: string;
   pipelineId: number;
   stageId: number;
+  /** What the team knows of the customer (PATCH /api/leads/:id); shown as the conversation's customer. */
+  name: string | null;
+  email: string | null;
+  phone: string | null;
   /** The customer's first contact. */
   createdAt: Date;
   /** When the lead entered its current stage (its first contact until it is moved). */
@@ -39,6 +43,9 @@ export const LeadSchema = new EntitySchema<Lead>({
     clientId: { type: 'text' },
     pipelineId: { type: 'integer' },
     stageId: { type: 'integer' },
+    name: { type: 'text', nullable: true },
+    email: { type: 'text', nullable: true },
+    phone: { type: 'text', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     stageChangedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

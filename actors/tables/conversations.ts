@@ -29,6 +29,11 @@ export const conversations = new Table('conversations', {
   message_seq: 'int',
   transition_seq: 'int',
   hold_requested_at: 'timestamptz',
+  assignee_id: 'uuid',
+  labels: 'text[]',
+  last_message_role: 'text',
+  last_message_text: 'text',
+  customer_messages: 'int',
   created_at: 'timestamptz',
   updated_at: 'timestamptz',
   last_message_at: 'timestamptz',
@@ -41,8 +46,11 @@ type Column = keyof typeof conversations.columns;
 const OPENED: Column[] = ['company_id', 'integration_id', 'channel', 'client_id', 'partition', 'status', 'state', 'snapshot', 'channel_id', 'transport'];
 /** What an outbox send reads of its conversation (tables/outbox.ts). */
 const SENT_WITH: Column[] = ['status', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
-/** What a step may change (updated_at is set by the database). */
-const STEPPED = ['status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'closed_at', 'hold_requested_at', 'channel_id', 'transport'] as const satisfies readonly Column[];
+/** What a step may change (updated_at is set by the database). The assignee and labels are the API's: a step never writes them. */
+const STEPPED = [
+  'status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'last_message_role', 'last_message_text', 'customer_messages',
+  'closed_at', 'hold_requested_at', 'channel_id', 'transport',
+] as const satisfies readonly Column[];
 
 /**
  * The rows of the step's conversations, locked in id order (two transactions locking

@@ -5,7 +5,7 @@ import { Table } from './table.js';
 
 /**
  * `conversation_messages` on the message path: customer messages, agent replies, handoff
- * notices, operator replies and transfers, one row each, numbered per conversation (`seq`).
+ * notices, operator replies and notes, transfers, one row each, numbered per conversation (`seq`).
  */
 export type MessageRow = Omit<Row<ConversationMessage>, 'attachments'>;
 
@@ -23,6 +23,7 @@ export const messages = new Table('conversation_messages', {
   attachments: 'jsonb',
   sources: 'jsonb',
   confidence: 'real',
+  author_id: 'uuid',
 });
 
 /** A message to insert: its id when reserved beforehand (a customer message the machine is told about), else the next one; its time comes from the database. */

@@ -6,7 +6,8 @@
  * columns (schema/rows.ts), are sent as they are. Rows read back as JSON (from a
  * data-modifying CTE) get their timestamps turned into Dates by `fromJson`.
  */
-export type SqlType = 'int' | 'bigint' | 'text' | 'jsonb' | 'real' | 'boolean' | 'timestamptz';
+/** `uuid` and `text[]`: columns the worker reads but never writes from JSON (a JSON array is not a `text[]` literal). */
+export type SqlType = 'int' | 'bigint' | 'text' | 'uuid' | 'text[]' | 'jsonb' | 'real' | 'boolean' | 'timestamptz';
 
 export class Table<C extends string> {
   readonly name: string;

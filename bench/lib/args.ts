@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -57,6 +57,15 @@ export interface BenchArgs {
   modelsConcurrency: number;
   /** Models: the Chat2Desk stand-in's answer time for a send, ms. */
   helpdeskLatency: number;
+  /** Inbox: conversations of the one company (ten messages each on average). */
+  inboxConversations: number;
+  /** Inbox: list requests per filter. */
+  inboxRequests: number;
+  /** Inbox: operators holding the events stream (at most 50, SSE_MAX_PER_COMPANY). */
+  inboxStreams: number;
+  /** Inbox: customer messages per second through webhooks, and for how many seconds. */
+  inboxRate: number;
+  inboxDuration: number;
   /** Run children with --cpu-prof and summarise the profiles. */
   profile: boolean;
   profileTop: number;
@@ -91,6 +100,8 @@ export const USAGE = `npm run bench -- [flags]
   models    --models-burst N (5000)  --models-other N (20)  --models-latency MS (1000)
             --models-concurrency N (the worker's MODEL_MAX_CONCURRENCY; default: its default)
             --helpdesk-latency MS (150)
+  inbox     --inbox-conversations N (100000; ten messages each)  --inbox-requests N (200 per filter)
+            --inbox-streams N (50)  --inbox-rate R (100 msg/s)  --inbox-duration S (20)
 
   --partitions N (16)       PARTITIONS of the children
   --baseline DIR            run drain, latency, scaleout, models and webchat first with the roles of
@@ -157,6 +168,11 @@ export function parseArgs(argv: string[]): BenchArgs {
     modelsLatency: 1_000,
     modelsConcurrency: 0,
     helpdeskLatency: 150,
+    inboxConversations: 100_000,
+    inboxRequests: 200,
+    inboxStreams: 50,
+    inboxRate: 100,
+    inboxDuration: 20,
     profile: false,
     profileTop: 25,
     countQueries: false,
@@ -176,6 +192,9 @@ export function parseArgs(argv: string[]): BenchArgs {
       knowledgeSearches: 300,
       ingestionDocs: 10,
       modelsBurst: 1_000,
+      inboxConversations: 20_000,
+      inboxRequests: 100,
+      inboxDuration: 10,
     });
   }
   for (let i = 0; i < argv.length; i++) {
@@ -224,6 +243,11 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'models-latency': a.modelsLatency = Math.round(num(flag, value())); break;
       case 'models-concurrency': a.modelsConcurrency = Math.round(num(flag, value())); break;
       case 'helpdesk-latency': a.helpdeskLatency = Math.round(num(flag, value())); break;
+      case 'inbox-conversations': a.inboxConversations = Math.max(100, Math.round(num(flag, value()))); break;
+      case 'inbox-requests': a.inboxRequests = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'inbox-streams': a.inboxStreams = Math.max(1, Math.min(50, Math.round(num(flag, value())))); break;
+      case 'inbox-rate': a.inboxRate = Math.max(1, num(flag, value())); break;
+      case 'inbox-duration': a.inboxDuration = Math.max(1, num(flag, value())); break;
       case 'profile': a.profile = inline === undefined || !['false', '0'].includes(inline); break;
       case 'profile-top': a.profileTop = Math.round(num(flag, value())); break;
       case 'count-queries': a.countQueries = true; break;

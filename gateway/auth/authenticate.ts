@@ -6,12 +6,14 @@ import { tenantScope, type TenantScope } from '../../lib/tenancy.js';
 import { ApiTokenSchema } from '../../schema/entities.js';
 import type { AccessTokens } from './access-tokens.js';
 import { isApiToken } from './opaque-tokens.js';
+import type { Role } from '../http/route-docs.js';
 import type { Sessions } from './sessions.js';
 
 export type Principal =
-  /** `expiresAt`: when its access token expires (Unix seconds). */
-  | { kind: 'session'; userId: string; companyId: number; sessionId: string; expiresAt: number }
-  | { kind: 'api_token'; apiTokenId: number; companyId: number };
+  /** `expiresAt`: when its access token expires (Unix seconds); `role`: the user's, read with the session on every request. */
+  | { kind: 'session'; userId: string; companyId: number; sessionId: string; expiresAt: number; role: Role }
+  /** A company API token acts as an admin. */
+  | { kind: 'api_token'; apiTokenId: number; companyId: number; role: 'admin' };
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -48,11 +50,12 @@ export function createAuthenticator(orm: Orm, tokens: AccessTokens, sessions: Se
       if (!row.lastUsedAt || now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
         void em.nativeUpdate(ApiTokenSchema, { id: row.id }, { lastUsedAt: new Date(now()) }, { filters: false }).catch(() => {});
       }
-      return { kind: 'api_token', apiTokenId: row.id, companyId: row.companyId };
+      return { kind: 'api_token', apiTokenId: row.id, companyId: row.companyId, role: 'admin' };
     }
     const claims = await tokens.verify(bearer);
-    if (!claims || !(await sessions.isLive(claims))) return null;
-    return { kind: 'session', ...claims };
+    const role = claims ? await sessions.roleOfLive(claims) : null;
+    if (!claims || !role) return null;
+    return { kind: 'session', ...claims, role };
   }
 
   const make = (sessionOnly: boolean) => async (req: Request, _res: Response, next: NextFunction) => {

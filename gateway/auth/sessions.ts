@@ -5,6 +5,7 @@ import { AppError } from '../../lib/errors.js';
 import { sha256Hex } from '../../lib/secrets.js';
 import { AuthSessionSchema, RefreshTokenSchema } from '../../schema/entities.js';
 import type { AccessClaims, AccessTokens } from './access-tokens.js';
+import type { Role } from '../http/route-docs.js';
 import { newRefreshToken } from './opaque-tokens.js';
 
 /** Session and user ids are UUIDs; anything else cannot name a row (and must not reach a uuid column). */
@@ -102,20 +103,24 @@ export class Sessions {
   }
 
   /**
-   * True when the access token's session exists, belongs to the token's user AND company, has
-   * not expired and has not been revoked (logout, reuse). A token pairing a real session with
-   * another user or company is not honoured, however it was signed.
+   * The user's role when the access token's session exists, belongs to the token's user AND
+   * company (the user still of that company), has not expired and has not been revoked (logout,
+   * reuse, the user removed); else null. A token pairing a real session with another user or
+   * company is not honoured, however it was signed. The role is read here, on every request,
+   * so a changed role holds at once.
    */
-  async isLive(claims: AccessClaims): Promise<boolean> {
-    if (!UUID.test(claims.sessionId) || !UUID.test(claims.userId) || !isRowId(claims.companyId)) return false;
-    const em = this.#orm.em.fork();
-    const n = await em.count(AuthSessionSchema, {
-      id: claims.sessionId,
-      userId: claims.userId,
-      companyId: claims.companyId,
-      revokedAt: null,
-      expiresAt: { $gt: new Date(this.#now()) },
-    });
-    return n > 0;
+  async roleOfLive(claims: AccessClaims): Promise<Role | null> {
+    if (!UUID.test(claims.sessionId) || !UUID.test(claims.userId) || !isRowId(claims.companyId)) return null;
+    const rows = await this.#orm.em.fork().getConnection().execute<{ role: Role }[]>(
+      `select u.role from auth_sessions s join users u on u.id = s.user_id and u.company_id = s.company_id
+       where s.id = ? and s.user_id = ? and s.company_id = ? and s.revoked_at is null and s.expires_at > ?`,
+      [claims.sessionId, claims.userId, claims.companyId, new Date(this.#now())],
+    );
+    return rows[0]?.role ?? null;
+  }
+
+  /** Ends every session of a user at once (the user is removed, or their password is reset). */
+  async revokeAllOf(userId: string, reason: string): Promise<void> {
+    await this.#orm.em.fork().nativeUpdate(AuthSessionSchema, { userId, revokedAt: null }, { revokedAt: new Date(this.#now()), revokedReason: reason });
   }
 }

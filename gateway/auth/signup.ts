@@ -25,7 +25,7 @@ export async function createAccount(orm: Orm, input: { email: string; passwordHa
   return orm.em.fork().transactional(async (em) => {
     const company = em.create(CompanySchema, { publicId: randomUUID(), name: input.companyName, balanceUsd: SIGNUP_BONUS_USD, createdAt: new Date() } as never);
     await em.flush();
-    const user = em.create(UserSchema, { id: randomUUID(), email: input.email, passwordHash: input.passwordHash, companyId: company.id, isSuperadmin: false, createdAt: new Date() });
+    const user = em.create(UserSchema, { id: randomUUID(), email: input.email, passwordHash: input.passwordHash, companyId: company.id, role: 'owner', displayName: null, isSuperadmin: false, createdAt: new Date() });
     em.create(LedgerEntrySchema, {
       companyId: company.id, kind: 'signup_bonus', amountUsd: SIGNUP_BONUS_USD, balanceAfterUsd: SIGNUP_BONUS_USD,
       inputTokens: null, outputTokens: null, model: null, conversationId: null, at: new Date(),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../lib/config.js';
-import { noticesOf, type ConversationNotice, type ConversationView } from '../../lib/conversations.js';
+import { noticesOf, type ConversationNotice, type ConversationView, type MessageView } from '../../lib/conversations.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { inboundPublisher, type InboundPublisher } from '../../lib/inbound.js';
 import type { Logger } from '../../lib/logger.js';
@@ -11,7 +11,7 @@ import { ConversationSchema, type Conversation } from '../../schema/conversation
 import type { InboundEnvelope, OperatorCommand } from '../../schema/envelope.js';
 
 /**
- * Operator commands (pause, resume, close, reply). The gateway never touches a machine: a
+ * Operator commands (pause, resume, close, reply, note). The gateway never touches a machine: a
  * command is published as an 'operator' envelope to the conversation's partition, and the
  * answer waits for the worker's notice on names.conversationEvents (the state after the
  * command was applied). Pause and close record a hold in the database first, so a bot reply
@@ -26,6 +26,13 @@ export interface OperatorCommandsDeps {
 }
 
 const DEFAULT_APPLY_TIMEOUT_MS = 10_000;
+
+/** A command as the worker applied it: the conversation then, and the messages it stored (the reply, the note), from the same commit. */
+export interface AppliedCommand {
+  outcome: 'applied' | 'duplicate' | 'ignored';
+  conversation: ConversationView;
+  messages: MessageView[];
+}
 
 export class OperatorCommands {
   readonly #nc: NatsConnection;
@@ -44,8 +51,14 @@ export class OperatorCommands {
 
   /** Publishes the command; the conversation as it is once the worker applied it. */
   async apply(tenant: TenantScope, conv: Conversation, cmd: OperatorCommand): Promise<ConversationView> {
-    if (cmd.action === 'reply' && conv.status === 'closed') throw new AppError('CONFLICT', 'The conversation is closed.');
-    const holds = cmd.action === 'pause' || cmd.action === 'close';
+    return (await this.run(tenant, conv, cmd)).conversation;
+  }
+
+  /** Publishes the command; what the worker did with it, once it did. */
+  async run(tenant: TenantScope, conv: Conversation, cmd: OperatorCommand): Promise<AppliedCommand> {
+    if ((cmd.action === 'reply' || cmd.action === 'note') && conv.status === 'closed') throw new AppError('CONFLICT', 'The conversation is closed.');
+    // A reply to an active conversation takes it over (the worker pauses it first): the bot is held from now on.
+    const holds = cmd.action === 'pause' || cmd.action === 'close' || (cmd.action === 'reply' && conv.status === 'active');
     if (holds && conv.status !== 'closed') {
       // Recorded before anything is queued: from now on no bot reply goes out.
       await tenant.em.nativeUpdate(ConversationSchema, { id: conv.id }, { holdRequestedAt: new Date() });
@@ -65,11 +78,15 @@ export class OperatorCommands {
     };
     const sub = this.#nc.subscribe(this.#names.conversationEvents(tenant.companyId, conv.id));
     let timer: NodeJS.Timeout | undefined;
-    const applied = new Promise<Extract<ConversationNotice, { type: 'applied' }> | null>((resolve) => {
+    type Applied = { notice: Extract<ConversationNotice, { type: 'applied' }>; messages: MessageView[] };
+    const applied = new Promise<Applied | null>((resolve) => {
       timer = setTimeout(() => resolve(null), this.#applyTimeoutMs);
       void (async () => {
         for await (const m of sub) {
-          for (const notice of noticesOf(m.data)) if (notice.type === 'applied' && notice.idempotencyKey === idempotencyKey) return resolve(notice);
+          // One publish is one commit: the messages the command stored come with its notice.
+          const notices = noticesOf(m.data);
+          const notice = notices.find((n) => n.type === 'applied' && n.idempotencyKey === idempotencyKey);
+          if (notice?.type === 'applied') return resolve({ notice, messages: notices.flatMap((n) => (n.type === 'message' ? [n.message] : [])) });
         }
         resolve(null);
       })();
@@ -82,10 +99,11 @@ export class OperatorCommands {
         if (holds) await tenant.em.nativeUpdate(ConversationSchema, { id: conv.id, holdRequestedAt: { $ne: null } }, { holdRequestedAt: null }).catch(() => {});
         throw new AppError('QUEUE_UNAVAILABLE');
       }
-      const notice = await applied;
-      if (!notice) throw new AppError('QUEUE_UNAVAILABLE', 'The command was queued but not applied in time; retry later.');
+      const done = await applied;
+      if (!done) throw new AppError('QUEUE_UNAVAILABLE', 'The command was queued but not applied in time; retry later.');
+      const { notice, messages } = done;
       if (notice.outcome === 'not_found' || !notice.conversation) throw notFound('Conversation');
-      return notice.conversation;
+      return { outcome: notice.outcome, conversation: notice.conversation, messages };
     } finally {
       clearTimeout(timer);
       sub.unsubscribe();

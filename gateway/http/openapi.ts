@@ -22,6 +22,8 @@ const DESCRIPTION = [
   '',
   '**Credentials.** Protected routes take `Authorization: Bearer <token>` with a session access token (`POST /api/auth/login`) or a company API token (`mas_…`, `POST /api/api-tokens`); managing API tokens, `/api/auth/me` and logout need a session. A resource of another company answers 404.',
   '',
+  '**Roles.** A user is an `owner`, `admin` or `operator`; a company API token acts as an admin. Operators work conversations, leads and canned replies; the company\'s setup (integrations, agents, knowledge, API tokens, users, billing changes) answers them 403 `FORBIDDEN`.',
+  '',
   '**Errors** are `{"error":{"code","message"}}` with a code from one catalog (`ErrorCode`); `VALIDATION_ERROR` adds `details` (one entry per bad field), `INTERNAL_ERROR` a `requestId`. Each operation lists the codes it can answer under their status.',
   '',
   '**Lists** take `limit` (1–200, default 50) and `offset`, and answer a `total` beside the items.',
@@ -50,6 +52,8 @@ const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   Webhooks: 'Helpdesk (Chat2Desk) deliveries: signed customer messages and status events, queued before they are acknowledged.',
   Webchat: 'The embeddable chat widget and the WebSocket it speaks.',
   Accounts: 'Sign-up, sessions (access and refresh tokens) and the current user.',
+  Team: "The company's users, their roles (owner, admin, operator) and invitations.",
+  'Canned replies': 'Texts operators insert by their shortcut.',
   'API tokens': 'Company API tokens for servers and scripts (managed with a session).',
   Agents: 'The AI agents that answer customers: built-in (from a knowledge base) or any OpenAI-compatible model, and their evaluations.',
   Integrations: 'Helpdesk and webchat channels, each answered by an agent.',
@@ -97,6 +101,7 @@ const UNAUTHORIZED: Record<Exclude<Access, 'public'>, Implied> = {
 function impliedErrors(doc: MountedRouteDoc): Partial<Record<ErrorCode, Implied>> {
   const out: Partial<Record<ErrorCode, Implied>> = {};
   if (doc.access !== 'public') out.UNAUTHORIZED = UNAUTHORIZED[doc.access];
+  if (doc.role === 'admin' || doc.role === 'owner') out.FORBIDDEN = { when: `the caller's role is below ${doc.role} (company API tokens act as admin)`, response: doc.role === 'admin' ? 'AdminRequired' : 'OwnerRequired' };
   if (doc.fullPath.startsWith('/api/')) out.HTTPS_REQUIRED = { when: 'ENFORCE_HTTPS is on and the request did not arrive over TLS', response: 'HttpsRequired' };
   // Every query string under /api is checked before its route (gateway/http/validate.ts storableQuery).
   if (doc.servedBy === 'express' && doc.fullPath.startsWith('/api/')) out.VALIDATION_ERROR = { when: 'a query parameter holds U+0000 or an unpaired surrogate', response: 'UnstorableQuery' };

@@ -13,6 +13,14 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /** Who may call: anyone, any company credential (session JWT or API token), a session JWT only, or the METRICS_TOKEN when set. */
 export type Access = 'public' | 'any' | 'session' | 'metrics';
 
+/**
+ * The least role a protected route needs (contract.md § A team works the conversations):
+ * `operator` (every user: conversations, leads, canned replies), `admin` (the company's setup;
+ * company API tokens act as admin) or `owner`. Below it: 403 FORBIDDEN.
+ */
+export type Role = 'operator' | 'admin' | 'owner';
+export const ROLE_RANK: Readonly<Record<Role, number>> = { operator: 0, admin: 1, owner: 2 };
+
 export interface ParamDoc {
   name: string;
   in: 'path' | 'query' | 'header';
@@ -52,6 +60,8 @@ export interface RouteDoc {
   description?: string;
   tag: string;
   access: Access;
+  /** The least role a caller needs (protected routes; default: the mount's, else operator). */
+  role?: Role;
   params?: readonly ParamDoc[];
   body?: BodyDoc;
   /** Answers other than errors, by status. */

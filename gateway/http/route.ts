@@ -1,5 +1,6 @@
 import { Router, type Express, type Request, type RequestHandler, type Response } from 'express';
-import type { Access, BodyDoc, HttpMethod, MountedRouteDoc, ParamDoc, RouteDoc, ServedBy } from './route-docs.js';
+import { AppError } from '../../lib/errors.js';
+import { ROLE_RANK, type Access, type BodyDoc, type HttpMethod, type MountedRouteDoc, type ParamDoc, type Role, type RouteDoc, type ServedBy } from './route-docs.js';
 import type { BodyValidator } from './validate.js';
 
 /**
@@ -119,6 +120,18 @@ export interface MountOptions {
    * it. Every route of the group must declare this access.
    */
   access?: Exclude<Access, 'public'>;
+  /** The least role of the group's routes that do not declare one (default operator). */
+  role?: Role;
+}
+
+/** The middleware that refuses a caller whose role is below `role` (403 FORBIDDEN); the authentication guard ran first. */
+function roleGuard(role: Role): RequestHandler {
+  const needed = ROLE_RANK[role];
+  return (req, _res, next) => {
+    const held = req.principal?.role;
+    if (!held || ROLE_RANK[held] < needed) throw new AppError('FORBIDDEN', `This needs the ${role} role or above; you are ${held ?? 'unknown'}.`);
+    next();
+  };
 }
 
 /** The routes of one express app and their docs, in the order they were mounted. */
@@ -136,14 +149,16 @@ export class AppRoutes {
   mount(prefix: string, routes: readonly Route[], options: MountOptions = {}): void {
     const router = Router();
     if (options.access) router.use(this.#guards[options.access]);
-    for (const route of routes) {
+    const declared = routes.map((route) => (route.access === 'public' || route.access === 'metrics' || route.role ? route : { ...route, role: options.role ?? 'operator' }));
+    for (const route of declared) {
       assertDeclared(route);
       if (options.access && route.access !== options.access) throw new Error(`${route.method} ${prefix}${route.path} is ${route.access} under a prefix that needs ${options.access}`);
       const guard = route.access === 'public' || options.access ? [] : [this.#guards[route.access]];
-      router[EXPRESS_METHOD[route.method]](route.path, ...guard, answer(route));
+      const roles = route.role && route.role !== 'operator' ? [roleGuard(route.role)] : [];
+      router[EXPRESS_METHOD[route.method]](route.path, ...guard, ...roles, answer(route));
     }
     this.#app.use(prefix, router);
-    this.#record(prefix, routes.map(routeDoc), 'express');
+    this.#record(prefix, declared.map(routeDoc), 'express');
   }
 
   /** The docs of routes the HTTP server answers ahead of express (webhook POSTs, WebSocket upgrades); their paths are full. */

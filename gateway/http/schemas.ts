@@ -59,20 +59,30 @@ export const SOURCE = object({ documentId: ID, chunkId: BIG_ID, title: STRING },
 
 /** An XState state value: a state name, or an object of nested ones (`{"active":"idle"}`). */
 export const STATE_VALUE = { type: ['string', 'object'], description: 'An XState state value: "closed", or {"active":"idle"}.' };
+/** The last message of a conversation that the customer sees: its role, its first 200 characters, when. */
+export const LAST_MESSAGE = object(
+  { role: { type: 'string', enum: ['customer', 'agent', 'operator'] }, text: { type: 'string', maxLength: 200 }, at: TIMESTAMP },
+  { title: 'LastMessage' },
+);
 /** A conversation (session) as lib/conversations.ts conversationView shows it. */
 export const CONVERSATION = object(
   {
     id: ID,
     integrationId: ID,
     channel: { type: 'string', enum: ['helpdesk', 'webchat'] },
+    transport: { ...nullable(STRING), description: 'The messenger behind a helpdesk conversation (`telegram`, `whatsapp`, … as Chat2Desk names it); null for webchat or when unknown.' },
     clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
     status: { type: 'string', enum: ['active', 'paused', 'closed'] },
     state: STATE_VALUE,
     context: { type: ['object', 'null'], description: "The machine's context: request and dialog ids seen, transfers, why it is paused." },
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
-    lastMessageAt: nullable(TIMESTAMP),
+    lastMessageAt: { ...nullable(TIMESTAMP), description: 'When the last message of the customer or of whoever answered them was written.' },
     closedAt: nullable(TIMESTAMP),
+    lastMessage: { ...nullable(LAST_MESSAGE), description: "The last message of the customer or of whoever answered them (not notes, system records or the bot's handoff notices); null before any." },
+    assigneeId: { ...nullable(UUID), description: 'The teammate who has it (PATCH /api/conversations/{id}); null when unassigned.' },
+    labels: { ...arrayOf(STRING), description: 'The team\'s labels (PUT /api/conversations/{id}/labels).' },
+    customerMessages: { ...COUNT, description: 'Customer messages in the session (a user\'s unread count is this less what they had seen).' },
   },
   { title: 'Conversation' },
 );
@@ -80,6 +90,7 @@ export const EXAMPLE_CONVERSATION = {
   id: 1,
   integrationId: 1,
   channel: 'helpdesk',
+  transport: 'telegram',
   clientId: 'c-1',
   status: 'active',
   state: { active: 'idle' },
@@ -88,4 +99,8 @@ export const EXAMPLE_CONVERSATION = {
   updatedAt: EXAMPLE_TIME,
   lastMessageAt: EXAMPLE_TIME,
   closedAt: null,
+  lastMessage: { role: 'agent', text: 'We open at nine.', at: EXAMPLE_TIME },
+  assigneeId: null,
+  labels: ['delivery'],
+  customerMessages: 1,
 };

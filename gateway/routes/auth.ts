@@ -4,6 +4,7 @@ import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
 import { sqlState } from '../../lib/pg-errors.js';
 import { CompanySchema, UserSchema } from '../../schema/entities.js';
+import { acceptInvitation, normaliseEmail } from '../auth/invitations.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { Sessions } from '../auth/sessions.js';
 import { LoginLimits } from '../auth/login-limits.js';
@@ -12,6 +13,7 @@ import { RateLimiter } from '../http/rate-limit.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { BOOLEAN, EXAMPLE_TIME, ID, object, STRING, TIMESTAMP, UUID } from '../http/schemas.js';
 import { bodyValidator, type BodyValidator } from '../http/validate.js';
+import { ACCEPTED, acceptBody, DISPLAY_NAME, EXAMPLE_ACCEPTED, EXAMPLE_INVITATION_TOKEN, ROLE, trimmedName } from './user-schemas.js';
 
 const registerBody = bodyValidator<{ email: string; password: string; companyName: string }>({
   type: 'object',
@@ -49,8 +51,6 @@ const refreshBody: BodyValidator<{ refresh_token: string }> = Object.assign(
 /** A database error's SQLSTATE (`23505`: the email is taken), else the error's class name: never its message. */
 const errorCodeOf = (err: unknown): string => sqlState(err) ?? (err instanceof Error ? err.name : 'unknown');
 
-const normaliseEmail = (email: string) => email.trim().toLowerCase();
-
 const SESSION = object(
   { access_token: { type: 'string', description: 'JWT, sent as `Authorization: Bearer …`' }, refresh_token: STRING, expires_at: { type: 'integer', description: 'When the access token expires (Unix seconds).' } },
   { title: 'Session' },
@@ -69,6 +69,9 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
   const loginLimits = new LoginLimits({ orm, rules: { perEmail: limits.loginPerEmail, perIp: limits.loginPerIp }, logger, now: deps.now });
   const registerPerIp = new RateLimiter(limits.registerPerIp, deps.now);
   const refreshPerIp = new RateLimiter(limits.refreshPerIp, deps.now);
+  // Accepting makes a user as registering does: the same rule, counted apart.
+  const acceptPerIp = new RateLimiter(limits.registerPerIp, deps.now);
+  const now = deps.now ?? Date.now;
   return [
     defineRoute({
       method: 'POST', path: '/register', operationId: 'register', tag: 'Accounts', access: 'public',
@@ -138,6 +141,29 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
       },
     }),
     defineRoute({
+      method: 'POST', path: '/accept-invitation', operationId: 'acceptInvitation', tag: 'Accounts', access: 'public',
+      summary: 'Join a company by an invitation: the invited user, with the password chosen here',
+      description: 'The token comes from the invitation\'s link (`POST /api/users/invitations`); it is good once, for 7 days. Then log in with `POST /api/auth/login`.',
+      body: { validators: [acceptBody], example: { token: EXAMPLE_INVITATION_TOKEN, password: 'correct horse', displayName: 'Bo' } },
+      responses: { 201: { description: 'The new user and their company.', schema: ACCEPTED, example: EXAMPLE_ACCEPTED } },
+      errors: {
+        VALIDATION_ERROR: 'no token, a password under 8 characters, a blank or too long displayName',
+        NOT_FOUND: 'the token is unknown, used, revoked or expired',
+        CONFLICT: 'the email got a user meanwhile',
+        RATE_LIMITED: 'too many attempts from this address (the registration rule)',
+      },
+      // Every attempt counts, a bad token too: tokens cannot be tried in bulk.
+      load: (req) => acceptPerIp.hit(req.ip ?? 'unknown'),
+      handler: async ({ res, body }) => {
+        const passwordHash = await hashPassword(body.password);
+        const { user, company } = await acceptInvitation(orm, { token: body.token, passwordHash, displayName: trimmedName(body.displayName), now: new Date(now()) });
+        res.status(201).json({
+          user: { id: user.id, email: user.email, role: user.role, displayName: user.displayName },
+          company: { id: company.id, companyId: company.publicId, companyName: company.name },
+        });
+      },
+    }),
+    defineRoute({
       method: 'POST', path: '/logout', operationId: 'logout', tag: 'Accounts', access: 'session',
       summary: "Revoke the caller's session (its access and refresh tokens stop working)",
       responses: { 204: { description: 'Revoked.' } },
@@ -153,8 +179,11 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
       responses: {
         200: {
           description: 'The user and the company.',
-          schema: object({ user: object({ id: UUID, email: EMAIL, companyId: ID, isSuperadmin: BOOLEAN }), company: object({ ...COMPANY, createdAt: TIMESTAMP }) }),
-          example: { user: { id: EXAMPLE_USER_ID, email: 'ann@example.com', companyId: 1, isSuperadmin: false }, company: { ...EXAMPLE_COMPANY, createdAt: EXAMPLE_TIME } },
+          schema: object({
+            user: object({ id: UUID, email: EMAIL, companyId: ID, isSuperadmin: BOOLEAN, role: ROLE, displayName: DISPLAY_NAME }),
+            company: object({ ...COMPANY, createdAt: TIMESTAMP }),
+          }),
+          example: { user: { id: EXAMPLE_USER_ID, email: 'ann@example.com', companyId: 1, isSuperadmin: false, role: 'owner', displayName: 'Ann' }, company: { ...EXAMPLE_COMPANY, createdAt: EXAMPLE_TIME } },
         },
       },
       handler: async ({ req, res }) => {
@@ -165,7 +194,7 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
         const company = await em.findOne(CompanySchema, { id: p.companyId });
         if (!user || !company) throw new AppError('UNAUTHORIZED');
         res.json({
-          user: { id: user.id, email: user.email, companyId: user.companyId, isSuperadmin: user.isSuperadmin },
+          user: { id: user.id, email: user.email, companyId: user.companyId, isSuperadmin: user.isSuperadmin, role: user.role, displayName: user.displayName },
           company: { id: company.id, companyId: company.publicId, companyName: company.name, createdAt: company.createdAt.toISOString() },
         });
       },

@@ -101,7 +101,7 @@ export function billingRoutes(): readonly Route[] {
       },
     }),
     defineRoute({
-      method: 'PATCH', path: '/billing', operationId: 'setSpendCap', tag: 'Billing', access: 'any',
+      method: 'PATCH', path: '/billing', operationId: 'setSpendCap', tag: 'Billing', access: 'any', role: 'admin',
       summary: "Set the company's daily (UTC) model spend cap; null removes it",
       body: { validators: [patchBody], example: { spendCapUsdPerDay: '10.00' } },
       responses: { 200: { description: 'The billing summary with the new cap.', ...ONE_BILLING } },

@@ -1,12 +1,12 @@
 import { conversationView } from '../../lib/conversations.js';
 import { inTransaction, query, type SqlPool } from '../../lib/db.js';
-import { AppError, notFound } from '../../lib/errors.js';
-import { moveLead, type LeadMover } from '../../lib/leads.js';
+import { notFound } from '../../lib/errors.js';
+import { moveLead, updateLeadContact, type LeadContact, type LeadMover } from '../../lib/leads.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { ConversationSchema } from '../../schema/conversation-entities.js';
 import { LeadSchema, LeadStageMoveSchema, type Lead, type LeadStageMove } from '../../schema/lead-entities.js';
 import type { Principal } from '../auth/authenticate.js';
-import { bodyValidator, idFilter, idParam, idPathParam, invalidFields } from '../http/validate.js';
+import { bodyValidator, idFilter, idParam, idPathParam, invalidField, invalidFields } from '../http/validate.js';
 import { examplePage, PAGE_PARAMS, pageOf, pageParams, type Page } from '../http/pagination.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, CONVERSATION, COUNT, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
@@ -26,12 +26,21 @@ export interface LeadRouteDeps {
 /** A lead's conversations and moves shown by GET /api/leads/:id, newest first. */
 const LEAD_HISTORY_LIMIT = 200;
 
-const patchBody = bodyValidator<{ stageId: number }>({
+/** A stage to move to and/or what the team knows of the customer (null clears a field). */
+const patchBody = bodyValidator<{ stageId?: number } & Partial<LeadContact>>({
   type: 'object',
   additionalProperties: false,
-  required: ['stageId'],
-  properties: { stageId: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } },
+  minProperties: 1,
+  properties: {
+    stageId: { type: 'integer', minimum: 1, maximum: 2_147_483_647 },
+    name: { type: ['string', 'null'], maxLength: 200 },
+    email: { type: ['string', 'null'], format: 'email', maxLength: 254 },
+    phone: { type: ['string', 'null'], maxLength: 40 },
+  },
 });
+
+/** Names and phones are stored trimmed; a blank one clears the field. */
+const trimmedOrNull = (v: string | null | undefined) => (typeof v === 'string' ? v.trim() || null : v);
 
 /** What the list shows of a lead's sessions. */
 interface SessionSummary {
@@ -53,6 +62,9 @@ function leadView(l: Lead, s: SessionSummary | undefined) {
     stageId: l.stageId,
     integrationId: l.integrationId,
     clientId: l.clientId,
+    name: l.name,
+    email: l.email,
+    phone: l.phone,
     channel: s?.channel ?? null,
     transport: s?.transport ?? null,
     conversationCount: s?.conversation_count ?? 0,
@@ -83,6 +95,9 @@ const LEAD = object(
     stageId: ID,
     integrationId: ID,
     clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
+    name: { ...nullable(STRING), description: "The customer's name, as the team wrote it (PATCH)." },
+    email: { ...nullable(STRING), description: "The customer's email, as the team wrote it." },
+    phone: { ...nullable(STRING), description: "The customer's phone, as the team wrote it." },
     channel: { ...nullable({ type: 'string', enum: ['helpdesk', 'webchat'] }), description: 'Of its latest session.' },
     transport: { ...nullable(STRING), description: 'Of its latest session (telegram, whatsapp, …).' },
     conversationCount: COUNT,
@@ -111,7 +126,7 @@ const LEAD_DETAIL = object(
   { title: 'LeadDetail' },
 );
 const EXAMPLE_LEAD = {
-  id: 1, pipelineId: 1, stageId: 1, integrationId: 1, clientId: 'c-1', channel: 'helpdesk', transport: 'telegram', conversationCount: 1,
+  id: 1, pipelineId: 1, stageId: 1, integrationId: 1, clientId: 'c-1', name: 'Maria Lopez', email: 'maria@example.com', phone: '+34 600 000 000', channel: 'helpdesk', transport: 'telegram', conversationCount: 1,
   lastConversation: { id: 1, status: 'active' }, lastActivityAt: EXAMPLE_TIME, createdAt: EXAMPLE_TIME, stageChangedAt: EXAMPLE_TIME,
 };
 const EXAMPLE_LEAD_DETAIL = {
@@ -204,22 +219,30 @@ export function leadRoutes({ sql }: LeadRouteDeps): readonly Route[] {
         res.json({ lead: await fullView(tenant, await load(tenant, idParam(req.params.id, 'Lead'))) });
       },
     }),
-    /** Moves the lead to `stageId`: a stage of any pipeline of the company (400 otherwise). */
+    /** Moves the lead to `stageId` (a stage of any pipeline of the company, 400 otherwise) and/or sets its name, email, phone: all or nothing. */
     defineRoute({
       method: 'PATCH', path: '/leads/:id', operationId: 'moveLead', tag: 'Leads', access: 'any',
-      summary: 'Move a lead to a stage (of any pipeline of the company)',
+      summary: "Move a lead to a stage (of any pipeline of the company), and/or set the customer's name, email and phone",
       params: [LEAD_ID],
-      body: { validators: [patchBody], example: { stageId: 2 } },
-      responses: { 200: { description: 'The lead in its new stage, the move recorded.', ...ONE_LEAD } },
-      errors: { NOT_FOUND: 'no such lead', VALIDATION_ERROR: 'stageId missing, or not a stage of a pipeline of this company' },
+      body: { validators: [patchBody], example: { stageId: 2, name: 'Maria Lopez', phone: '+34 600 000 000' } },
+      responses: { 200: { description: 'The lead as changed, a move recorded.', ...ONE_LEAD } },
+      errors: { NOT_FOUND: 'no such lead', VALIDATION_ERROR: 'an empty body, a stageId that is not a stage of a pipeline of this company, a bad email, a name over 200 or a phone over 40 characters' },
       load: (req) => idParam(req.params.id, 'Lead'),
       handler: async ({ req, res, loaded: leadId, body }) => {
         const tenant = req.tenant!;
-        const outcome = await inTransaction(sql, (client) => moveLead(client, { companyId: tenant.companyId, leadId, stage: body.stageId, by: moverOf(req.principal!) }));
-        if (!outcome.ok && outcome.reason === 'lead_not_found') throw notFound('Lead');
-        if (!outcome.ok) {
-          throw new AppError('VALIDATION_ERROR', 'Invalid stageId.', { details: [{ field: 'stageId', message: 'is not a stage of a pipeline of this company' }] });
-        }
+        const { stageId, ...given } = body;
+        const contact: Partial<LeadContact> = {};
+        if (given.name !== undefined) contact.name = trimmedOrNull(given.name);
+        if (given.email !== undefined) contact.email = given.email;
+        if (given.phone !== undefined) contact.phone = trimmedOrNull(given.phone);
+        await inTransaction(sql, async (client) => {
+          if (stageId !== undefined) {
+            const outcome = await moveLead(client, { companyId: tenant.companyId, leadId, stage: stageId, by: moverOf(req.principal!) });
+            if (!outcome.ok && outcome.reason === 'lead_not_found') throw notFound('Lead');
+            if (!outcome.ok) throw invalidField('stageId', 'is not a stage of a pipeline of this company');
+          }
+          if (Object.keys(contact).length && !(await updateLeadContact(client, { companyId: tenant.companyId, leadId, contact }))) throw notFound('Lead');
+        });
         res.json({ lead: await fullView(tenant, await load(tenant, leadId)) });
       },
     }),

@@ -11,6 +11,7 @@ import type { ConversationStatus } from '../../schema/conversation.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { FrameError, type ServerFrame } from './frames.js';
+import type { Greetings } from './greetings.js';
 import type { TokenBuckets } from './limits.js';
 import { OwnMessages } from './own-messages.js';
 import { Previews, type PreviewsDeps } from './previews.js';
@@ -54,6 +55,8 @@ export interface ConnectionContext {
   names: StreamNames;
   tokens: VisitorTokens;
   cache: IntegrationCache;
+  /** What `welcome` carries as `greeting`. */
+  greetings: Greetings;
   logger: Logger;
   now: () => number;
   /** Message rates, keyed by client address and by visitor. */
@@ -167,6 +170,8 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     }
     const known = visitorId !== null;
     visitorId ??= randomUUID();
+    // Looked up meanwhile (at once when cached); never rejects.
+    const greeting = this.#ctx.greetings.get(integrationId);
     // Subscribe before reading: nothing committed after the read can be missed.
     this.#outbound = this.#ctx.nc.subscribe(this.#ctx.names.webchatOutbound(integrationId, visitorId), {
       callback: (err, msg) => {
@@ -188,7 +193,8 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     this.#visitor = { id: visitorId, token };
     if (!session) {
       // No open session: the visitor's first message makes one (the worker does).
-      this.#socket.send({ type: 'welcome', visitorId, visitorToken: token, conversationId: null });
+      const text = await greeting;
+      if (!this.#socket.closed) this.#socket.send({ type: 'welcome', visitorId, visitorToken: token, conversationId: null, greeting: text });
       return;
     }
     let after = known ? frame.lastSeq : 0;
@@ -199,12 +205,14 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
 
   /** Follows a session: a `welcome` with its id, then its messages after `after`. */
   async #follow(conversationId: number, after: number): Promise<void> {
+    // Before following: the session's messages must not overtake its welcome.
+    const greeting = await this.#ctx.greetings.get(this.#integration.id);
     const visitor = this.#visitor;
     // Gone while the session was looked up: nothing more to follow.
     if (!visitor || this.#socket.closed) return;
     this.#pump.follow(conversationId, after);
     this.#previews.end();
-    this.#socket.send({ type: 'welcome', visitorId: visitor.id, visitorToken: visitor.token, conversationId });
+    this.#socket.send({ type: 'welcome', visitorId: visitor.id, visitorToken: visitor.token, conversationId, greeting });
     await this.#pump.pump();
   }
 
@@ -272,11 +280,8 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     if (typeof push.conversationId !== 'number') return this.#pump.schedule();
     if (push.type === 'typing' || push.type === 'delta') return this.#previews.push(push as LivePush);
     if (push.conversationId !== this.#pump.conversationId) return this.enqueue(() => this.followOpenSession());
-    // A reply the pump skipped as stalled has gone out after all: show it now.
-    if (push.type === 'message' && typeof push.seq === 'number' && this.#pump.releaseStalled(push.seq)) {
-      const role = push.role === 'operator' ? 'operator' : 'agent';
-      return this.showMessage({ type: 'message', seq: push.seq, role, text: String(push.text ?? ''), at: String(push.at ?? new Date().toISOString()) });
-    }
+    // A reply the pump skipped as stalled has gone out after all: show it now (read again: the push does not name its author).
+    if (push.type === 'message' && typeof push.seq === 'number' && this.#pump.releaseStalled(push.seq)) return void this.#pump.showReleased(push.seq);
     this.#pump.schedule(push.type === 'message' && typeof push.seq === 'number' ? push.seq : undefined);
   }
 

@@ -9,10 +9,13 @@ import { storable } from '../../lib/text.js';
  * silently, never stored), `ping`. (`hello.conversationId`, optional, says which session
  * `lastSeq` counts in: when it is not the visitor's open session, everything of the open
  * session is replayed.)
- * Server → client: `welcome {visitorId, visitorToken, conversationId}` (`conversationId`
- * null while the visitor has no open session: the first message creates one, and a second
- * `welcome` announces it), `ack {clientMessageId, seq, conversationId}` (the session the
- * message was stored in), `message {seq, role, text, at}`, `status {status}`, `pong`,
+ * Server → client: `welcome {visitorId, visitorToken, conversationId, greeting}`
+ * (`conversationId` null while the visitor has no open session: the first message creates
+ * one, and a second `welcome` announces it; `greeting`: the integration's agent's greeting or
+ * the default, for the widget to show on first open, never stored), `ack {clientMessageId,
+ * seq, conversationId}` (the session the message was stored in), `message {seq, role, text,
+ * at, name}` (`name`: an operator's display name; null for the others and for an operator
+ * without one; an operator's note is never sent), `status {status}`, `pong`,
  * `error {code, message}` (an error about one message frame also names its `clientMessageId`),
  * `typing {role:"agent"}` (the agent started on an answer) and `delta {conversationId, text}`
  * (the next piece of a model reply being written; the `message` that follows is the reply
@@ -25,9 +28,9 @@ export type ClientFrame =
   | { type: 'ping' };
 
 export type ServerFrame =
-  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null }
+  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null; greeting: string }
   | { type: 'ack'; clientMessageId: string; seq: number; conversationId: number }
-  | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string }
+  | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string; name: string | null }
   | { type: 'status'; status: 'active' | 'paused' | 'closed' }
   | { type: 'pong' }
   | { type: 'typing'; role: 'agent' }

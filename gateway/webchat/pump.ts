@@ -46,7 +46,8 @@ interface Followed {
  * - customer messages are deliverable once stored (the socket's own are acked instead,
  *   own-messages.ts); agent / operator messages once the worker's dispatcher marked them
  *   `sent` (a `pending` one holds the pump back, so a visitor never sees seq N+1 before N is
- *   settled; `cancelled` / `failed` are skipped);
+ *   settled; `cancelled` / `failed` are skipped); an operator's note is always skipped (its
+ *   text is not even read, sessions.ts); an operator's message names its author (`name`);
  * - a trigger is anything that says "look again": the session's notices
  *   `names.conversationEvents(companyId, conversationId)` (subscribed here; a customer message
  *   stored → its ack), a push on the visitor's outbound subject (connection.ts), a timer.
@@ -143,7 +144,8 @@ export class SessionPump {
     // A malformed publish is a trigger all the same.
     if (notices.length === 0) return this.schedule();
     for (const notice of notices) {
-      if (notice.type === 'applied') continue;
+      // An operator command's answer, or a team change (assignee, labels, reads): nothing a visitor sees.
+      if (notice.type === 'applied' || notice.type === 'updated') continue;
       if (notice.type === 'message') {
         if (notice.message.role === 'customer' && notice.message.externalId) this.#own.stored(notice.message.externalId, notice.message.seq, followed.id);
         this.schedule(notice.message.seq);
@@ -168,7 +170,7 @@ export class SessionPump {
         }
         if (verdict === 'stalled') followed.stalled.add(m.seq);
         else if (verdict === 'own') this.#own.stored(m.external_id!, m.seq, followed.id);
-        else if (verdict === 'send') this.#out.showMessage({ type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString() });
+        else if (verdict === 'send') this.#out.showMessage(messageFrame(m));
         followed.delivered = m.seq;
       }
       if (blockedAt || read.messages.length < MESSAGES_PER_READ) break;
@@ -178,6 +180,22 @@ export class SessionPump {
     if (status !== followed.status) {
       followed.status = status;
       this.#out.showStatus(status);
+    }
+  }
+
+  /**
+   * Shows a reply the pump skipped as stalled and that has gone out after all (its push
+   * came): read again, as the pump would have shown it.
+   */
+  async showReleased(seq: number): Promise<void> {
+    const followed = this.#followed;
+    if (!followed) return;
+    try {
+      const read = await this.#deps.reads.messagesAfter(followed.id, seq - 1);
+      const m = read.messages[0];
+      if (this.#follows(followed) && m?.seq === seq && this.#verdict(m) === 'send') this.#out.showMessage(messageFrame(m));
+    } catch (err) {
+      this.#deps.logger.warn({ err, conversationId: followed.id }, 'webchat: could not read a reply that went out late');
     }
   }
 
@@ -199,9 +217,14 @@ export class SessionPump {
 
   #verdict(m: StoredMessage): 'send' | 'own' | 'skip' | 'wait' | 'stalled' {
     if (m.role === 'customer') return m.external_id !== null && this.#own.isOwn(m.external_id) ? 'own' : 'send';
-    if (m.role !== 'agent' && m.role !== 'operator') return 'skip';
+    // An operator's note is for the team, never for the visitor.
+    if ((m.role !== 'agent' && m.role !== 'operator') || m.kind === 'note') return 'skip';
     if (m.delivery === 'cancelled' || m.delivery === 'failed') return 'skip';
     if (m.delivery === 'pending') return Date.now() - new Date(m.created_at).getTime() < this.#deps.stallMs ? 'wait' : 'stalled';
     return 'send';
   }
+}
+
+function messageFrame(m: StoredMessage): Extract<ServerFrame, { type: 'message' }> {
+  return { type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString(), name: m.role === 'operator' ? m.name : null };
 }

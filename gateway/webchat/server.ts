@@ -15,6 +15,7 @@ import { idPathParam } from '../http/validate.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import { VisitorConnection, type ConnectionContext } from './connection.js';
 import { FRAME_ERROR_CODES } from './frames.js';
+import { DEFAULT_WIDGET_GREETING, Greetings } from './greetings.js';
 import { addressKey, SocketSlots, TokenBuckets } from './limits.js';
 import { SessionReads } from './sessions.js';
 import { VisitorTokens } from './visitor-token.js';
@@ -143,6 +144,7 @@ export class WebchatServer {
       names,
       tokens: new VisitorTokens(deps.config, { now, ttlSeconds: deps.options?.visitorTokenTtlSeconds }),
       cache: deps.cache,
+      greetings: new Greetings(deps.sql, deps.logger, { now }),
       logger: deps.logger,
       now,
       rates: {
@@ -260,7 +262,9 @@ export const webchatRouteDoc: RouteDoc = {
     '| direction | frames |',
     '|---|---|',
     '| client → server | `hello {visitorToken?, lastSeq?, conversationId?}`, `message {clientMessageId, text}`, `typing {role?: "customer"}` (accepted silently, never stored), `ping` |',
-    '| server → client | `welcome {visitorId, visitorToken, conversationId}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at}`; `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
+    '| server → client | `welcome {visitorId, visitorToken, conversationId, greeting}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at, name}`; `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
+    '',
+    `\`welcome.greeting\` is the integration's agent's \`greeting\`, else "${DEFAULT_WIDGET_GREETING}": the widget shows it when the chat opens (it is not a message: never stored, no seq). \`message.name\` is an operator's display name (null for the customer's and the agent's messages, and for an operator without one). An operator's note (\`kind: "note"\`) never reaches the socket.`,
     '',
     'A model reply is streamed: `typing {role:"agent"}` when the agent starts, `delta` frames with the next pieces of its text as the model writes it, then the reply as one `message` (the whole text, stored; it replaces the deltas). Deltas are a preview: never stored, never replayed, and a socket that joins mid-reply gets only the `message`.',
     '',

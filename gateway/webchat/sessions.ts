@@ -21,7 +21,10 @@ export interface StoredMessage {
   seq: number;
   role: string;
   kind: string;
+  /** Empty for a note (never shown to the visitor: its text is not even read). */
   text: string;
+  /** An operator message's author's display name; null otherwise (or when the author has none). */
+  name: string | null;
   external_id: string | null;
   delivery: string | null;
   created_at: Date;
@@ -59,12 +62,18 @@ const STORED_CUSTOMER_MESSAGES_SQL = `
     order by m.id desc limit 1
   ) m`;
 
+// A note's row comes (the watermark passes it) without its text. The author's name is looked
+// up for operator rows only (CASE evaluates the subquery for them alone): the agent's and
+// the customer's rows, nearly all of them, cost no lookup.
 const MESSAGES_AFTER_SQL = `
-  select q.i::int as i, c.status, m.seq, m.role, m.kind, m.text, m.external_id, m.delivery, m.created_at
+  select q.i::int as i, c.status, m.seq, m.role, m.kind, m.text, m.name, m.external_id, m.delivery, m.created_at
   from unnest($1::int[], $2::int[]) with ordinality as q(conversation_id, after_seq, i)
   join conversations c on c.id = q.conversation_id
   left join lateral (
-    select seq, role, kind, text, external_id, delivery, created_at from conversation_messages
+    select seq, role, kind, case when kind = 'note' then '' else text end as text,
+      case when role = 'operator' and kind <> 'note' and author_id is not null then (select nullif(display_name, '') from users where id = author_id) end as name,
+      external_id, delivery, created_at
+    from conversation_messages
     where conversation_id = q.conversation_id and seq > q.after_seq
     order by seq limit $3
   ) m on true

@@ -18,6 +18,7 @@ import { Migration0017SynonymEntries } from './0017-synonym-entries.js';
 import { Migration0018AnswerDecisions } from './0018-answer-decisions.js';
 import { Migration0019DropRedundantMessageKeys } from './0019-drop-redundant-message-keys.js';
 import { Migration0020ConversationChildrenCascade } from './0020-conversation-children-cascade.js';
+import { Migration0021Team } from './0021-team.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   { name: '0018-answer-decisions', class: Migration0018AnswerDecisions },
   { name: '0019-drop-redundant-message-keys', class: Migration0019DropRedundantMessageKeys },
   { name: '0020-conversation-children-cascade', class: Migration0020ConversationChildrenCascade },
+  { name: '0021-team', class: Migration0021Team },
 ];

@@ -48,7 +48,7 @@ t.test('login, me and the session shape', async (t) => {
 
   const me = await api('GET', '/api/auth/me', { token: session.access_token });
   t.equal(me.status, 200);
-  t.same(me.body.user, { id: reg.body.user.id, email, companyId: reg.body.company.id, isSuperadmin: false });
+  t.same(me.body.user, { id: reg.body.user.id, email, companyId: reg.body.company.id, isSuperadmin: false, role: 'owner', displayName: null });
   t.match(me.body.company, { id: reg.body.company.id, companyId: reg.body.company.companyId, companyName: 'Globex' });
   t.match(me.body.company.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 

@@ -150,3 +150,30 @@ t.test("a redelivered first message (another msgID, same key) creates no second 
   const [{ n }] = await sql(svc.orm, 'select count(*)::int as n from leads where integration_id = ? and client_id = ?', [integration.id, 'c-dup']);
   t.equal(n, 1);
 });
+
+t.test("the customer's name, email and phone: set, cleared, with a move or alone, all or nothing", async (t) => {
+  const lead = await leadOf('p-1');
+  t.match(lead, { name: null, email: null, phone: null }, 'unknown at first');
+  const patch = (body: unknown, token = user.token) => svc.api('PATCH', `/api/leads/${lead.id}`, { token, body });
+
+  const set = await patch({ name: '  Maria Lopez ', email: 'maria@example.com', phone: '+34 600 000 000' });
+  t.equal(set.status, 200, JSON.stringify(set.body));
+  t.match(set.body.lead, { name: 'Maria Lopez', email: 'maria@example.com', phone: '+34 600 000 000', stageId: lead.stageId });
+  t.equal(set.body.lead.moves.length, 0, 'no move without a stageId');
+  t.match(await leadOf('p-1'), { name: 'Maria Lopez', email: 'maria@example.com', phone: '+34 600 000 000' }, 'the list shows them');
+
+  const both = await patch({ stageId: stage('Proposal'), phone: null });
+  t.match(both.body.lead, { stageId: stage('Proposal'), name: 'Maria Lopez', email: 'maria@example.com', phone: null }, 'a move and a field at once; null clears, the others are kept');
+  t.match(both.body.lead.moves[0], { toStageId: stage('Proposal'), by: 'operator' });
+  t.match((await patch({ name: '   ' })).body.lead, { name: null }, 'a blank name clears it');
+
+  const refused = await patch({ stageId: otherStage, name: 'Not stored' });
+  t.equal(refused.status, 400, "another company's stage");
+  for (const body of [{ email: 'not an email' }, { email: '' }, { name: 'x'.repeat(201) }, { phone: '1'.repeat(41) }, { name: 'a\u0000b' }, { phone: 12345 }, { name: 'Maria', customer: 'x' }]) {
+    const res = await patch(body);
+    t.equal(res.status, 400, JSON.stringify(body).slice(0, 60));
+    t.equal(res.body.error.code, 'VALIDATION_ERROR');
+  }
+  t.match(await leadOf('p-1'), { name: null, email: 'maria@example.com', phone: null, stageId: stage('Proposal') }, 'a refused PATCH changed nothing');
+  t.equal((await patch({ name: 'Theirs' }, other.token)).status, 404, "another company's lead");
+});

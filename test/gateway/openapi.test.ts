@@ -30,7 +30,7 @@ const text = await served.text();
 const doc: Json = JSON.parse(text);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 /** Codes no route answers today (README § Errors: reserved in the catalog). */
-const RESERVED: ErrorCode[] = ['FORBIDDEN'];
+const RESERVED: ErrorCode[] = [];
 
 interface Operation {
   method: string;
@@ -303,6 +303,32 @@ t.test('real answers match the documented schemas', async (t) => {
   const token: string = refreshed.body.session.access_token;
   await call(t, 'GET', '/api/auth/me', { token });
 
+  // The team: an invitation accepted once, an operator refused the setup, the owner rules.
+  const invited = (await call(t, 'POST', '/api/users/invitations', { token, body: { email: uniqueEmail('invitee'), role: 'operator', displayName: 'Bo' } })).body.invitation;
+  await call(t, 'POST', '/api/users/invitations', { token, body: { email, role: 'operator' } });
+  await call(t, 'GET', '/api/users/invitations', { token });
+  const joined = await call(t, 'POST', '/api/auth/accept-invitation', { body: { token: invited.token, password } });
+  await call(t, 'POST', '/api/auth/accept-invitation', { body: { token: invited.token, password } });
+  const operatorToken: string = (await call(t, 'POST', '/api/auth/login', { body: { email: invited.email, password } })).body.session.access_token;
+  await call(t, 'GET', '/api/users', { token: operatorToken });
+  await call(t, 'PATCH', '/api/users/{id}', { token: operatorToken, params: { id: joined.body.user.id }, body: { displayName: 'Bo K.' } });
+  await call(t, 'PATCH', '/api/users/{id}', { token: operatorToken, params: { id: register.body.user.id }, body: { displayName: 'Boss' } });
+  await call(t, 'PATCH', '/api/users/{id}', { token, params: { id: register.body.user.id }, body: { role: 'admin' } });
+  await call(t, 'GET', '/api/users/invitations', { token: operatorToken });
+  await call(t, 'POST', '/api/canned-replies', { token: operatorToken, body: { shortcut: 'hours', text: 'We open at nine.' } });
+  const canned = (await call(t, 'POST', '/api/canned-replies', { token, body: { shortcut: 'hours', text: 'We open at nine.' } })).body.cannedReply;
+  await call(t, 'POST', '/api/canned-replies', { token, body: { shortcut: 'hours', text: 'Again.' } });
+  await call(t, 'GET', '/api/canned-replies', { token: operatorToken, query: '?q=nine' });
+  await call(t, 'PATCH', '/api/canned-replies/{id}', { token, params: { id: canned.id }, body: { text: 'We open at ten.' } });
+  await call(t, 'DELETE', '/api/canned-replies/{id}', { token, params: { id: canned.id } });
+  await call(t, 'DELETE', '/api/canned-replies/{id}', { token, params: { id: canned.id } });
+  const revoked = (await call(t, 'POST', '/api/users/invitations', { token, body: { email: uniqueEmail('revoked'), role: 'admin' } })).body.invitation;
+  await call(t, 'DELETE', '/api/users/invitations/{id}', { token, params: { id: revoked.id } });
+  await call(t, 'DELETE', '/api/users/invitations/{id}', { token, params: { id: revoked.id } });
+  await call(t, 'DELETE', '/api/users/{id}', { token, params: { id: register.body.user.id } });
+  await call(t, 'DELETE', '/api/users/{id}', { token, params: { id: joined.body.user.id } });
+  await call(t, 'DELETE', '/api/users/{id}', { token, params: { id: joined.body.user.id } });
+
   // Errors, as documented.
   await call(t, 'GET', '/api/agents');
   const invalid = await call(t, 'POST', '/api/agents', { token, body: { name: '' } });
@@ -377,9 +403,22 @@ t.test('real answers match the documented schemas', async (t) => {
   await call(t, 'GET', '/api/conversations/{id}', { token, params: { id } });
   await call(t, 'POST', '/api/conversations/{id}/pause', { token, params: { id } });
   await call(t, 'POST', '/api/conversations/{id}/messages', { token, params: { id }, body: { text: 'A colleague will call you back today.' } });
+  // The team's side: a note, labels, an assignment, a read, the inbox's filters.
+  await call(t, 'POST', '/api/conversations/{id}/notes', { token, params: { id }, body: { text: 'Called her back.' } });
+  await call(t, 'PUT', '/api/conversations/{id}/labels', { token, params: { id }, body: { labels: ['delivery', ' vip '] } });
+  await call(t, 'PUT', '/api/conversations/{id}/labels', { token, params: { id }, body: { labels: ['a,b'] } });
+  await call(t, 'PATCH', '/api/conversations/{id}', { token, params: { id }, body: { assigneeId: register.body.user.id } });
+  await call(t, 'PATCH', '/api/conversations/{id}', { token, params: { id }, body: { assigneeId: '00000000-0000-4000-8000-000000000000' } });
+  await call(t, 'POST', '/api/conversations/{id}/read', { token, params: { id } });
+  await call(t, 'POST', '/api/conversations/{id}/read', { token, params: { id: 2147483646 } });
+  const inbox = await call(t, 'GET', '/api/conversations', { token, query: '?assignee=me&label=vip&q=open' });
+  t.match(inbox.body.conversations, [{ id, assignee: { id: register.body.user.id }, unread: 0, labels: ['delivery', 'vip'] }], 'the inbox item, validated above');
+  await call(t, 'GET', '/api/conversations', { token: apiToken.body.apiToken.token, query: '?assignee=me' });
+  await call(t, 'GET', '/api/conversations/{id}/messages', { token, params: { id } });
   await call(t, 'POST', '/api/conversations/{id}/resume', { token, params: { id } });
   await call(t, 'POST', '/api/conversations/{id}/close', { token, params: { id } });
   await call(t, 'POST', '/api/conversations/{id}/messages', { token, params: { id }, body: { text: 'Too late.' } });
+  await call(t, 'POST', '/api/conversations/{id}/notes', { token, params: { id }, body: { text: 'Too late too.' } });
   const messages = await call(t, 'GET', '/api/conversations/{id}/messages', { token, params: { id } });
   t.ok(messages.body.messages.some((m: Json) => m.role === 'agent' && Array.isArray(m.sources)), 'an agent reply with its sources');
   await call(t, 'GET', '/api/conversations/{id}/transitions', { token, params: { id } });
@@ -390,19 +429,24 @@ t.test('real answers match the documented schemas', async (t) => {
   const moved = await call(t, 'PATCH', '/api/leads/{id}', { token, params: { id: lead.id }, body: { stageId: pipelines[0].stages[1].id } });
   t.match(moved.body.lead.moves, [{ by: 'operator', userId: register.body.user.id }], 'a real move, validated above, with the operator\'s UUID');
   await call(t, 'GET', '/api/leads/{id}', { token, params: { id: lead.id } });
-  // The event stream, read with node:http so the socket is surely closed after (else the gateway's stop waits for it).
-  const streamed = await new Promise<{ status: number; type: string; first: string }>((resolve, reject) => {
-    const req = get(`${svc.url}/api/conversations/${id}/inspect`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.once('data', (chunk: Buffer) => {
-        resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), first: chunk.toString() });
-        req.destroy();
+  await call(t, 'PATCH', '/api/leads/{id}', { token, params: { id: lead.id }, body: { name: 'Maria Lopez', email: 'maria@example.com', phone: null } });
+  // The event streams, read with node:http so the socket is surely closed after (else the gateway's stop waits for it).
+  const firstChunk = (path: string) =>
+    new Promise<{ status: number; type: string; first: string }>((resolve, reject) => {
+      const req = get(`${svc.url}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+        res.once('data', (chunk: Buffer) => {
+          resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), first: chunk.toString() });
+          req.destroy();
+        });
       });
+      req.on('error', reject);
     });
-    req.on('error', reject);
-  });
-  t.equal(streamed.status, 200);
-  t.match(streamed.type, /^text\/event-stream/, 'the inspect stream is the documented event stream');
-  seen.add('GET /api/conversations/{id}/inspect');
+  for (const [path, template] of [[`/api/conversations/${id}/inspect`, '/api/conversations/{id}/inspect'], ['/api/conversations/events', '/api/conversations/events']] as const) {
+    const streamed = await firstChunk(path);
+    t.equal(streamed.status, 200, path);
+    t.match(streamed.type, /^text\/event-stream/, `${path} is the documented event stream`);
+    seen.add(`GET ${template}`);
+  }
 
   await call(t, 'GET', '/healthz');
   await call(t, 'GET', '/readyz');

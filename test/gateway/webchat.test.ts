@@ -3,8 +3,10 @@ import t from 'tap';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd, startPeerGateway } from '../support/webhooks.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
+import { join } from '../support/team.js';
 import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { streamNames } from '../../lib/streams.js';
+import { publishWebchatPush } from '../../lib/webchat-pushes.js';
 import { createWebchatIntegration, openChat, startWebchatGateway, UpgradeRefused, type ChatClient, type Frame, type OpenChatOptions } from '../support/webchat.js';
 
 const svc = await startTestService(t, 'webchat', { env: { PARTITIONS: '4' } });
@@ -47,7 +49,8 @@ t.test('hello, welcome, message, ack, the agent reply', async (t) => {
   const reply = await c.next();
   t.match(reply, { type: 'message', seq: 2, role: 'agent', text: 'echo: hello there' });
   t.ok(!Number.isNaN(Date.parse(reply.at)), 'at is a timestamp');
-  t.same(Object.keys(reply).sort(), ['at', 'role', 'seq', 'text', 'type']);
+  t.same(Object.keys(reply).sort(), ['at', 'name', 'role', 'seq', 'text', 'type']);
+  t.equal(reply.name, null, "the agent's message names no one");
   t.same(await c.drain(300), [], 'the own message is not echoed back');
 
   const [receipt] = await sql(svc.orm, 'select * from inbound_receipts where integration_id = ? and idempotency_key = ?', [chat.id, `webchat:${welcome.visitorId}:m-1`]);
@@ -80,16 +83,18 @@ t.test('resume: what an operator wrote while the visitor was away, exactly once'
   const back = await visitor(t, { visitorToken: welcome.visitorToken, lastSeq: 2, conversationId: welcome.conversationId });
   t.equal(back.welcome.conversationId, welcome.conversationId);
   t.same(
-    (await back.c.drain(600)).map((f) => [f.type, f.seq, f.role, f.text]),
-    [['message', 3, 'operator', 'an operator here'], ['message', 4, 'operator', 'still there?']],
-    'exactly the missed messages, in order, once',
+    (await back.c.drain(600)).map((f) => (f.type === 'message' ? [f.type, f.seq, f.role, f.text] : [f.type, f.status])),
+    [['message', 3, 'operator', 'an operator here'], ['message', 4, 'operator', 'still there?'], ['status', 'paused']],
+    'exactly the missed messages, in order, once; then the status (the operator took the conversation over)',
   );
 
   // Live: an operator reply reaches the open socket.
   await svc.api('POST', `/api/conversations/${welcome.conversationId}/messages`, { token: user.token, body: { text: 'live one' } });
   t.match(await back.c.next(), { type: 'message', seq: 5, role: 'operator', text: 'live one' });
 
-  // Status frames: pause, resume, close; then a message opens a new session.
+  // Status frames: resume, pause, resume, close; then a message opens a new session.
+  t.equal((await svc.api('POST', `/api/conversations/${welcome.conversationId}/resume`, { token: user.token })).status, 200);
+  t.same(await back.c.next(), { type: 'status', status: 'active' });
   t.equal((await svc.api('POST', `/api/conversations/${welcome.conversationId}/pause`, { token: user.token })).status, 200);
   t.same(await back.c.next(), { type: 'status', status: 'paused' });
   await say(back.c, 'r-2', 'anyone?');
@@ -137,6 +142,88 @@ t.test('two tabs: a replay racing live messages neither duplicates nor skips', a
   t.same(a.frames.filter((f) => f.type === 'message').map((f) => f.role), ['agent', 'agent', 'agent', 'agent', 'agent'], 'tab A: replies only, its own messages were acked');
 });
 
+t.test("welcome.greeting: the integration's agent's greeting, else the default", async (t) => {
+  const { c, welcome } = await visitor(t);
+  t.equal(welcome.greeting, 'Hi! How can we help you today?', 'an agent without a greeting: the default');
+  const widget = await (await fetch(`${svc.url}/widget.js`)).text();
+  t.ok(widget.includes("'Hi! How can we help you today?'"), 'the widget shows the same text until the server answers');
+  c.ws.terminate();
+
+  const agent = await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Greeter', greeting: 'Welcome to Webchat Co! Ask me about your order.' } });
+  t.equal(agent.status, 201);
+  const greeted = await createWebchatIntegration(svc.api, user.token, { name: 'Greeting site', agentId: agent.body.agent.id });
+  const g = await visitor(t, {}, svc.url, greeted.id);
+  t.equal(g.welcome.greeting, 'Welcome to Webchat Co! Ask me about your order.', "the agent's own greeting");
+  g.c.send({ type: 'message', clientMessageId: 'g-1', text: 'where is my parcel?' });
+  t.match(await g.c.next('welcome'), { conversationId: Number, greeting: 'Welcome to Webchat Co! Ask me about your order.' }, 'the welcome of the new session carries it too');
+  t.match(await g.c.next('message'), { role: 'agent' }, 'answered');
+  const back = await visitor(t, { visitorToken: g.welcome.visitorToken }, svc.url, greeted.id);
+  t.match(back.welcome, { conversationId: Number, greeting: 'Welcome to Webchat Co! Ask me about your order.' }, 'and a returning visitor’s');
+  t.equal((await sql(svc.orm, `select count(*)::int as n from conversation_messages m join conversations c on c.id = m.conversation_id where c.integration_id = ? and m.text like 'Welcome to Webchat Co%'`, [greeted.id]))[0].n, 0, 'the greeting is not stored as a message');
+});
+
+t.test("an operator's reply carries their display name; a note never reaches the visitor", async (t) => {
+  const maria = await join(svc.api, user.token, 'operator', 'Maria Lopez');
+  const { c, welcome } = await visitor(t);
+  const { conversationId } = await say(c, 'op-1', 'can a person help me?');
+  t.match(await c.next('message'), { role: 'agent', name: null });
+
+  const NOTE = 'Internal: refund approved up to 20 EUR, do not mention it first';
+  const note = await svc.api('POST', `/api/conversations/${conversationId}/notes`, { token: maria.token, body: { text: NOTE } });
+  t.equal(note.status, 201, 'the note is stored');
+  const reply = await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: maria.token, body: { text: 'Hi, Maria here. How can I help?' } });
+  t.equal(reply.status, 200);
+  const frame = await c.next('message');
+  t.match(frame, { type: 'message', role: 'operator', text: 'Hi, Maria here. How can I help?', name: 'Maria Lopez' }, "the operator's display name");
+  const [noteRow] = await sql(svc.orm, `select seq from conversation_messages where conversation_id = ? and kind = 'note'`, [conversationId]);
+  t.ok(noteRow.seq < frame.seq, 'the note came before the reply');
+
+  // A note as the session's last message: nothing arrives.
+  t.equal((await svc.api('POST', `/api/conversations/${conversationId}/notes`, { token: maria.token, body: { text: `${NOTE} (again)` } })).status, 201);
+  await eventually(async () => (await sql(svc.orm, `select 1 from conversation_messages where conversation_id = ? and kind = 'note'`, [conversationId])).length === 2 || null);
+  // An owner without a display name, and a name changed meanwhile.
+  t.equal((await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: user.token, body: { text: 'The owner here.' } })).status, 200);
+  t.match(await c.next('message'), { role: 'operator', text: 'The owner here.', name: null }, 'no display name: null (the widget says "Support")');
+  t.equal((await svc.api('PATCH', `/api/users/${maria.id}`, { token: maria.token, body: { displayName: 'Maria L.' } })).status, 200);
+  t.equal((await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: maria.token, body: { text: 'Still here.' } })).status, 200);
+  t.match(await c.next('message'), { role: 'operator', text: 'Still here.', name: 'Maria L.' }, 'the name as it is now');
+  await c.drain(300);
+  t.notOk(JSON.stringify(c.frames).includes('Internal:'), 'no frame of the live socket carries a note');
+
+  const replay = await visitor(t, { visitorToken: welcome.visitorToken });
+  const replayed = (await replay.c.drain(600)).filter((f) => f.type === 'message');
+  t.same(
+    replayed.map((f) => [f.role, f.text, f.name]),
+    [
+      ['customer', 'can a person help me?', null],
+      ['agent', 'echo: can a person help me?', null],
+      ['operator', 'Hi, Maria here. How can I help?', 'Maria L.'],
+      ['operator', 'The owner here.', null],
+      ['operator', 'Still here.', 'Maria L.'],
+    ],
+    'the replay: every message but the notes, operators by name',
+  );
+  t.notOk(JSON.stringify(replay.c.frames).includes('Internal:'), 'nor of the replay');
+});
+
+t.test('an operator reply that went out after the pump gave up waiting for it still names its author', async (t) => {
+  const sam = await join(svc.api, user.token, 'operator', 'Sam Okafor');
+  const gw = await startWebchatGateway(t, svc, { stallMs: 300 });
+  const { c, welcome } = await visitor(t, {}, gw.url);
+  const { conversationId } = await say(c, 'st-1', 'anyone there?');
+  t.match(await c.next('message'), { seq: 2, role: 'agent' });
+  // What a dispatcher that hung leaves: the operator's reply stored, not yet sent.
+  const [{ message_seq: seq }] = await sql(svc.orm, 'update conversations set message_seq = message_seq + 1 where id = ? returning message_seq', [conversationId]);
+  await sql(svc.orm, `insert into conversation_messages (company_id, conversation_id, seq, role, kind, text, delivery, author_id) values (?, ?, ?, 'operator', 'message', 'Sorry for the wait!', 'pending', ?)`, [chat.companyId, conversationId, seq, sam.id]);
+  await say(c, 'st-2', 'hello?');
+  t.match(await c.next('message'), { seq: seq + 2, role: 'agent', text: 'echo: hello?' }, 'the stalled reply holds nothing back after stallMs');
+  // It goes out after all: the dispatcher's push.
+  const [{ created_at: at }] = await sql(svc.orm, `update conversation_messages set delivery = 'sent' where conversation_id = ? and seq = ? returning created_at`, [conversationId, seq]);
+  publishWebchatPush(svc.nc, streamNames(svc.config.natsPrefix), { integrationId: chat.id, clientId: welcome.visitorId }, { type: 'message', conversationId, seq, role: 'operator', text: 'Sorry for the wait!', at: new Date(at).toISOString() });
+  t.same(await c.next('message'), { type: 'message', seq, role: 'operator', text: 'Sorry for the wait!', at: new Date(at).toISOString(), name: 'Sam Okafor' }, 'shown once sent, with its author');
+  t.same((await c.drain(300)).filter((f) => f.type === 'message'), [], 'once');
+});
+
 t.test('a socket on another gateway process gets the reply and operator messages', async (t) => {
   const peer = await startPeerGateway(t, svc);
   const { c } = await visitor(t, {}, peer.url);
@@ -145,7 +232,7 @@ t.test('a socket on another gateway process gets the reply and operator messages
   t.match(await c.next(), { type: 'message', seq: 2, role: 'agent', text: 'echo: from the peer' });
   const res = await svc.api('POST', `/api/conversations/${ack.conversationId}/messages`, { token: user.token, body: { text: 'written on the first gateway' } });
   t.equal(res.status, 200);
-  t.match(await c.next(), { type: 'message', seq: 3, role: 'operator', text: 'written on the first gateway' });
+  t.match(await c.next('message'), { type: 'message', seq: 3, role: 'operator', text: 'written on the first gateway' });
 });
 
 t.test('bad frames get an error frame; the socket stays usable', async (t) => {

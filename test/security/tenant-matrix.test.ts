@@ -7,6 +7,7 @@ import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { addDocument } from '../support/knowledge.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
+import { join } from '../support/team.js';
 import { deliver, dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { eventually, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
 
@@ -40,14 +41,19 @@ const conversation = await eventually(async () => (await svc.api('GET', '/api/co
 await eventually(async () => stub.sent().length === 1, 10_000, 'first reply');
 const lead = (await svc.api('GET', '/api/leads', { token: owner.token })).body.leads[0];
 const ownerWonStage = (await svc.api('GET', '/api/pipelines', { token: owner.token })).body.pipelines[0].stages[4].id;
+const teammate = await join(svc.api, owner.token, 'operator');
+const invitation = (await svc.api('POST', '/api/users/invitations', { token: owner.token, body: { email: 'invitee@example.com', role: 'operator' } })).body.invitation;
+const cannedReply = (await svc.api('POST', '/api/canned-replies', { token: owner.token, body: { shortcut: 'hours', text: 'We open at nine.' } })).body.cannedReply;
 
-const ids: Record<string, number> = {
+const ids: Record<string, number | string> = {
   agents: agent.id,
   'api-tokens': ownerApiToken.id,
   integrations: integration.id,
   'knowledge-bases': kb.id,
   conversations: conversation.id,
   leads: lead.id,
+  users: teammate.id,
+  'canned-replies': cannedReply.id,
 };
 
 /** Every route with a path parameter: "METHOD /path/:id" → request body (undefined: none). */
@@ -82,8 +88,17 @@ const MATRIX: Record<string, unknown> = {
   'POST /api/conversations/:id/resume': {},
   'POST /api/conversations/:id/close': {},
   'GET /api/conversations/:id/inspect': undefined,
+  'PATCH /api/conversations/:id': { assigneeId: null },
+  'PUT /api/conversations/:id/labels': { labels: ['pwned'] },
+  'POST /api/conversations/:id/notes': { text: 'pwned' },
+  'POST /api/conversations/:id/read': {},
   'GET /api/leads/:id': undefined,
   'PATCH /api/leads/:id': { stageId: ownerWonStage },
+  'PATCH /api/users/:id': { displayName: 'pwned', role: 'owner' },
+  'DELETE /api/users/:id': undefined,
+  'DELETE /api/users/invitations/:id': undefined,
+  'PATCH /api/canned-replies/:id': { text: 'pwned' },
+  'DELETE /api/canned-replies/:id': undefined,
 };
 /** Routes with a parameter that are not company resources. */
 const NOT_TENANT_ROUTES = new Set(['GET /api/webhook/:connectorType/:integrationId', 'POST /api/webhook/:connectorType/:integrationId', 'GET /api/docs/assets/:version/:file']);
@@ -104,7 +119,7 @@ t.test('every route with an id is in the matrix', async (t) => {
 
 /** Every company-owned row, as JSON, for before/after comparison. */
 async function snapshot(): Promise<string> {
-  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves'];
+  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves', 'users', 'user_invitations', 'canned_replies', 'conversation_reads'];
   const out: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await sql(svc.orm, `select * from ${table} where company_id = ? order by 1`, [owner.companyId]);
@@ -117,6 +132,7 @@ async function snapshot(): Promise<string> {
 const fill = (route: string) =>
   route
     .replace(/^(\w+) /, '')
+    .replace('/invitations/:id', `/invitations/${invitation.id}`)
     .replace(/\/api\/([\w-]+)\/:id/, (_m, res: string) => `/api/${res}/${ids[res]}`)
     .replace(':docId', String(doc.id)) + (route.endsWith('/search') ? '?q=nine' : '');
 
@@ -127,7 +143,7 @@ t.test("another company's session and API token: 404, and no side effect", async
     const method = route.split(' ')[0]!;
     const path = fill(route);
     for (const [kind, token] of [['session', intruder.token], ['api token', intruderApiToken.token]] as const) {
-      const sessionOnly = route.includes('/api-tokens/');
+      const sessionOnly = route.includes('/api-tokens/') || route.endsWith('/read');
       if (route.endsWith('/inspect')) {
         const ctrl = new AbortController();
         const res = await fetch(svc.url + path, { headers: { authorization: `Bearer ${token}` }, signal: ctrl.signal });

@@ -69,7 +69,7 @@ t.test('agent replies show their confidence in words and colour; other messages 
   t.equal(await badge(2).count(), 0, 'nothing beside the fallback text');
   t.equal(await badge(3).count(), 0, 'nothing beside a reply to thanks');
   t.equal(await page.locator('.msg.from-customer .confidence').count(), 0, 'nothing beside customer messages');
-  t.match(await shown.nth(0).locator('.msg-meta').textContent(), /^agent · .+ · confidence \d+ %$/);
+  t.match(await shown.nth(0).locator('.msg-meta').textContent(), /^Agent · .+ · confidence \d+ %$/);
   if (SHOTS) await page.screenshot({ path: `${SHOTS}/conversation-confidence.png`, fullPage: true });
   t.same(problems, []);
 });

@@ -111,7 +111,7 @@ t.test('sign up, log out, log in; a wrong password shows the error', async (t) =
   await page.getByRole('button', { name: 'Sign up' }).click();
   const nav = page.getByRole('navigation', { name: 'Main' });
   await nav.waitFor();
-  for (const name of ['Integrations', 'Agents', 'Knowledge', 'Conversations', 'Settings']) t.equal(await nav.getByRole('link', { name }).count(), 1, `${name} link`);
+  for (const name of ['Integrations', 'Agents', 'Knowledge', 'Inbox', 'Settings']) t.equal(await nav.getByRole('link', { name }).count(), 1, `${name} link`);
   await page.getByText(`Initech · ${email}`).waitFor();
   const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('mas.session') ?? 'null'));
   t.match(stored, { access_token: String, refresh_token: /^rt_/, expires_at: Number });
@@ -168,7 +168,7 @@ t.test('agents: create, edit, the model key is write-only', async (t) => {
   await page.getByLabel('Model name').fill('');
   await page.getByLabel('Base URL').fill('');
   await page.getByRole('button', { name: 'Save agent' }).click();
-  t.match(await page.getByRole('alert').filter({ hasText: /\S/ }).textContent(), /model\.name/, 'the API error is shown');
+  t.match(await page.getByRole('alert').filter({ hasText: /\S/ }).textContent(), /Model name: is required for provider openai/, 'the API error is shown, by the field’s label');
   t.same(problems, []);
 });
 
@@ -412,17 +412,17 @@ t.test('conversations: live list, diagram with the current state, pause, live up
     return c && JSON.stringify(c.state) === JSON.stringify({ active: 'idle' }) ? c : null;
   }, 20_000, 'conversation answered');
 
-  await go(page, 'Conversations');
-  const row = page.locator(`tr[data-conversation-id="${conv.id}"]`);
+  await go(page, 'Inbox');
+  const row = page.locator(`[data-conversation-id="${conv.id}"]`);
   await row.waitFor();
-  t.match(await row.textContent(), /client-42.*Active.*Helpdesk/);
+  t.match(await row.textContent(), /client-42.*Bot on.*Agent: echo: Hello there.*Helpdesk/, 'who, the last message, where from');
   await shot('09-conversations');
-  // Filtered by customer id.
-  await page.getByLabel('Customer').fill('someone-else');
-  await page.getByLabel('Customer').press('Enter');
-  await page.getByText('No conversations with customer “someone-else”.').waitFor();
-  await page.getByLabel('Customer').fill('client-42');
-  await page.getByLabel('Customer').press('Enter');
+  // Searched by the words of its messages.
+  await page.getByLabel('Search').fill('someone-else');
+  await page.getByLabel('Search').press('Enter');
+  await page.getByText('No conversations mention “someone-else”.').waitFor();
+  await page.getByLabel('Search').fill('hello');
+  await page.getByLabel('Search').press('Enter');
   await row.waitFor();
 
   await row.getByRole('link', { name: 'client-42' }).click();
@@ -440,7 +440,7 @@ t.test('conversations: live list, diagram with the current state, pause, live up
   await page.locator('[data-state="paused.operator"][aria-current="true"]').waitFor();
   t.equal(await page.locator('[data-state="active.idle"][aria-current="true"]').count(), 0);
   t.equal(await page.getByRole('button', { name: 'Pause' }).isDisabled(), true);
-  await page.getByRole('cell', { name: /pause/ }).first().waitFor();
+  await page.getByRole('cell', { name: 'Paused by you' }).first().waitFor();
 
   // Someone else resumes it (the API, not this page): the inspect stream brings the change.
   t.equal((await api('POST', `/api/conversations/${conv.id}/resume`, { token })).status, 200);

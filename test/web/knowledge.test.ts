@@ -24,7 +24,7 @@ t.test('knowledge: drop and choose files, a page, status and progress, chunks; t
   page.setDefaultTimeout(15_000);
   await goTo(page, 'Knowledge');
   await page.getByLabel('Name', { exact: true }).fill('Kettle help');
-  await page.getByLabel('Language').selectOption('english');
+  await page.getByLabel('Language', { exact: true }).selectOption('english');
   await page.getByRole('button', { name: 'Create knowledge base' }).click();
   await page.getByRole('heading', { level: 2, name: 'Kettle help' }).waitFor();
   const documents = page.getByRole('table', { name: 'Documents' });

@@ -1,4 +1,4 @@
-import { chromium } from 'playwright-core';
+import { chromium, type Locator } from 'playwright-core';
 import t from 'tap';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -19,6 +19,17 @@ let integrationId = 0;
 const siteUrl = await startSite(t, svc.url, () => integrationId);
 const model = await startRepeatingModel(t);
 integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl], agentId: await model.createAgent(svc.api, user.token) })).id;
+
+/** The log's bubbles as read, each message's time left out (it is the clock's); the greeting first. */
+const bubbleTexts = (log: Locator) =>
+  log.locator('li').evaluateAll((lis) =>
+    lis.map((li) => {
+      const copy = li.cloneNode(true) as Element;
+      copy.querySelectorAll('time').forEach((time) => time.remove());
+      return (copy.textContent ?? '').trim();
+    }),
+  );
+const GREETING = 'AssistantHi! How can we help you today?';
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
@@ -56,14 +67,15 @@ t.test('open the launcher, write, see the reply; a reload restores the history',
   t.match(JSON.parse(stored!), { visitorToken: String, conversationId: Number }, 'the visitor token is kept in localStorage');
   await page.screenshot({ path: '/tmp/widget-conversation.png' });
 
-  const texts = async () => (await log.locator('li').allTextContents()).map((s) => s.trim());
+  const texts = () => bubbleTexts(log);
   const before = await texts();
-  t.equal(before.length, 4);
+  t.equal(before.length, 5);
+  t.equal(before[0], GREETING, 'the greeting first');
 
   // Reload: the same visitor, the history replayed from the server.
   await page.reload();
   await page.getByRole('button', { name: 'Open chat' }).click();
-  await eventually(async () => (await texts()).length === 4 || null, 10_000, 'history restored');
+  await eventually(async () => (await texts()).length === 5 || null, 10_000, 'history restored');
   t.same(await texts(), before, 'the same messages, in the same order, once');
 
   // While the page is open, an operator writes: it arrives live.
@@ -73,7 +85,7 @@ t.test('open the launcher, write, see the reply; a reload restores the history',
   const res = await svc.api('POST', `/api/conversations/${conversationId}/messages`, { token: user.token, body: { text: 'Hi, Maria here from the shop.' } });
   t.equal(res.status, 200);
   await log.getByText('Hi, Maria here from the shop.').waitFor({ timeout: 10_000 });
-  t.match((await texts()).at(-1), /^Operator/);
+  t.match((await texts()).at(-1), /^Support/, 'an operator without a display name');
   await page.screenshot({ path: '/tmp/widget-after-reload.png' });
 
   // Escape closes the panel and gives focus back to the launcher.
@@ -104,9 +116,10 @@ t.test('the gateway restarts: the widget reconnects and resumes without duplicat
   await page.getByText('Reconnecting…').or(page.getByText('Connecting…')).first().waitFor({ timeout: 5_000 });
   await startWebchatGateway(t, svc, {}, port);
   await log.getByText('written while offline').waitFor({ timeout: 20_000 });
-  const texts = (await log.locator('li').allTextContents()).map((s) => s.trim());
+  const texts = await bubbleTexts(log);
   t.equal(texts.filter((x) => x.endsWith('written while offline')).length, 1, 'once');
-  t.equal(texts.length, 3);
+  t.equal(texts.length, 4);
+  t.equal(texts.filter((x) => x === GREETING).length, 1, 'one greeting');
   await context.close();
 });
 
@@ -121,7 +134,7 @@ t.test('a closed conversation: the next message opens a new one below a "New con
   await page.goto(siteUrl);
   await page.getByRole('button', { name: 'Open chat' }).click();
   const log = page.getByRole('log', { name: 'Conversation' });
-  const texts = async () => (await log.locator('li').allTextContents()).map((s) => s.trim());
+  const texts = () => bubbleTexts(log);
   const input = page.getByLabel('Message');
 
   await eventually(async () => (await storedVisitor(page))?.visitorToken ?? null, 10_000, 'welcomed');
@@ -137,7 +150,7 @@ t.test('a closed conversation: the next message opens a new one below a "New con
   await input.fill('second question');
   await input.press('Enter');
   await log.getByText('echo: second question').waitFor({ timeout: 10_000 });
-  t.same(await texts(), ['Youfirst question', 'Assistantecho: first question', 'New conversation', 'Yousecond question', 'Assistantecho: second question'], 'the new session below the line, in order');
+  t.same(await texts(), [GREETING, 'Youfirst question', 'Assistantecho: first question', 'New conversation', 'Yousecond question', 'Assistantecho: second question'], 'the new session below the line, in order');
   const second = (await storedVisitor(page))!.conversationId;
   t.not(second, first, 'the new session is remembered');
   const stored = await sql(svc.orm, `select conversation_id, external_id from conversation_messages where role = 'customer' and conversation_id in (?, ?) order by id`, [first, second]);
@@ -145,8 +158,8 @@ t.test('a closed conversation: the next message opens a new one below a "New con
 
   await page.reload();
   await page.getByRole('button', { name: 'Open chat' }).click();
-  await eventually(async () => (await texts()).length === 2 || null, 10_000, 'the open session replayed');
-  t.same(await texts(), ['Yousecond question', 'Assistantecho: second question']);
+  await eventually(async () => (await texts()).length === 3 || null, 10_000, 'the open session replayed');
+  t.same(await texts(), [GREETING, 'Yousecond question', 'Assistantecho: second question']);
   t.same(errors, [], 'no page errors');
   await context.close();
 });

@@ -1,8 +1,9 @@
 // Draws a statechart from GET /api/machines/conversation as SVG (no library): top-level
 // states side by side, child states stacked inside their parent, transitions as labelled
 // arrows. highlight(stateValue) marks the current state (aria-current="true") and its
-// ancestors.
+// ancestors. States and events are labelled in words (words.js); `data-state` keeps the path.
 import { h, svg, uid } from './dom.js';
+import { eventShort, humanise, stateKeyText, stateText } from './words.js';
 
 const BOX_W = 150;
 const BOX_H = 38;
@@ -34,8 +35,7 @@ export function leafPath(value) {
 }
 
 export function eventLabel(type) {
-  const m = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
-  return m ? `${m[2]} ${m[1]}` : type;
+  return eventShort(type);
 }
 
 /** Builds a tree from the dot paths, keeping their order. */
@@ -90,9 +90,9 @@ function edgesOf(definition, machineId) {
           const key = `${from}→${to}`;
           const e = edges.get(key) ?? { from, to, events: [], titles: [] };
           const label = eventLabel(event);
-          const guard = tr.guard ? ` [${typeof tr.guard === 'string' ? tr.guard : (tr.guard.type ?? 'guard')}]` : '';
+          const guard = tr.guard ? ` (when ${humanise(typeof tr.guard === 'string' ? tr.guard : (tr.guard.type ?? 'allowed')).toLowerCase()})` : '';
           if (!e.events.includes(label)) e.events.push(label);
-          if (!e.titles.includes(event + guard)) e.titles.push(event + guard);
+          if (!e.titles.includes(label + guard)) e.titles.push(label + guard);
           edges.set(key, e);
         }
       }
@@ -266,9 +266,9 @@ export function renderDiagram(machine) {
     const g = svg(
       'g',
       { class: ['state', compound ? 'compound' : 'atomic'], 'data-state': node.path },
-      svg('title', {}, node.path),
+      svg('title', {}, stateText(node.path)),
       svg('rect', { x: node.x, y: node.y, width: node.w, height: node.h, rx: compound ? 12 : 8 }),
-      svg('text', { x: node.x + node.w / 2, y: compound ? node.y + 20 : node.y + node.h / 2 + 5, 'text-anchor': 'middle' }, node.key),
+      svg('text', { x: node.x + node.w / 2, y: compound ? node.y + 20 : node.y + node.h / 2 + 5, 'text-anchor': 'middle' }, stateKeyText(node.key)),
     );
     stateLayer.append(g);
     nodes.set(node.path, g);
@@ -282,7 +282,7 @@ export function renderDiagram(machine) {
     labelLayer.append(t);
   };
   const drawPath = (d, e) =>
-    edgeLayer.append(svg('path', { d, 'marker-end': `url(#${markerId})`, class: 'edge' }, svg('title', {}, `${e.from} → ${e.to}: ${e.titles.join(', ')}`)));
+    edgeLayer.append(svg('path', { d, 'marker-end': `url(#${markerId})`, class: 'edge' }, svg('title', {}, `${stateText(e.from)} → ${stateText(e.to)}: ${e.titles.join(', ')}`)));
 
   let topLane = topSpace - 8;
   let bottomLane = bottomBase + 8;
@@ -338,7 +338,7 @@ export function renderDiagram(machine) {
         if (p === leaf) g.setAttribute('aria-current', 'true');
         else g.removeAttribute('aria-current');
       }
-      const readable = leaf ? leaf.split('.').join(' › ') : 'unknown';
+      const readable = leaf ? stateText(leaf) : 'unknown';
       title.textContent = `Conversation state machine. Current state: ${readable}`;
       caption.textContent = `Current state: ${readable}`;
       el.dataset.current = leaf;

@@ -99,8 +99,79 @@ export function messages() {
 /** The user-facing text of an API (or other) error: error.message, plus any field details. */
 export function errorText(err) {
   if (!err) return '';
+  // 403 FORBIDDEN: the caller's role is below what the action needs (contract.md § A team works the conversations).
+  if (err.code === 'FORBIDDEN') return `${err.message || 'Your role does not allow this.'} Ask an owner or admin of your company if you need it.`;
   const details = Array.isArray(err.details) && err.details.length ? ` (${err.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : '';
   return `${err.message || String(err)}${details}`;
+}
+
+/**
+ * An API error's `details[]` shown beside the fields they name. `controls(field)` answers the
+ * control of an API field path (`hours.timezone`, `model.apiKey`, `hours.weekly.mon.0`) or
+ * null; each message goes under that control's `.field` and is tied to it (aria-invalid,
+ * aria-describedby). `show` answers how many details found a field; `clear` removes them all.
+ * A control's `data-expects` ("a time HH:MM") replaces the API's "must match pattern …".
+ */
+export function fieldErrors() {
+  let shown = [];
+  const clear = () => {
+    for (const { control, el } of shown) {
+      el.remove();
+      control.removeAttribute('aria-invalid');
+      const rest = (control.getAttribute('aria-describedby') ?? '').split(' ').filter((id) => id && id !== el.id);
+      if (rest.length) control.setAttribute('aria-describedby', rest.join(' '));
+      else control.removeAttribute('aria-describedby');
+    }
+    shown = [];
+  };
+  const show = (err, controls) => {
+    clear();
+    let placed = 0;
+    for (const d of Array.isArray(err?.details) ? err.details : []) {
+      const control = typeof d?.field === 'string' ? controlOf(controls, d.field) : null;
+      if (!control) continue;
+      // A regular expression is no explanation: a control may say what it expects (data-expects).
+      const text = /^must match pattern/.test(d.message ?? '') && control.dataset.expects ? `must be ${control.dataset.expects}` : String(d.message ?? 'is invalid');
+      const el = h('p', { class: 'field-error', id: uid('error') }, text.charAt(0).toUpperCase() + text.slice(1) + (/[.!?]$/.test(text) ? '' : '.'));
+      const holder = control.closest('.field, .range') ?? control.parentElement;
+      holder.append(el);
+      control.setAttribute('aria-invalid', 'true');
+      control.setAttribute('aria-describedby', [control.getAttribute('aria-describedby'), el.id].filter(Boolean).join(' '));
+      shown.push({ control, el });
+      placed += 1;
+    }
+    shown[0]?.control.focus();
+    return placed;
+  };
+  /**
+   * The error in `msg` and at its fields: when every detail found its field, the summary
+   * names the fields by their labels (not the API's paths) with what is wrong.
+   */
+  const report = (msg, err, controls) => {
+    const placed = show(err, controls);
+    if (!placed || placed !== err.details.length) {
+      msg.error(err);
+      return;
+    }
+    const named = shown.map(({ control, el }) => `${labelOf(control)}: ${el.textContent.replace(/\.$/, '').replace(/^./, (c) => c.toLowerCase())}`);
+    msg.error(new Error(`Please check ${named.join('; ')}.`));
+  };
+  return { show, clear, report };
+}
+
+/** The visible name of a form control: its <label>, else its aria-label. */
+function labelOf(control) {
+  const label = control.id ? document.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
+  return (label?.textContent ?? control.getAttribute('aria-label') ?? control.name ?? 'a field').trim();
+}
+
+/** The control of `field`, or of its nearest parent path that has one (`hours.holidays.2` → `hours.holidays`). */
+function controlOf(controls, field) {
+  for (let path = field; path; path = path.includes('.') ? path.slice(0, path.lastIndexOf('.')) : '') {
+    const control = typeof controls === 'function' ? controls(path) : controls[path];
+    if (control) return control;
+  }
+  return null;
 }
 
 export function time(iso) {

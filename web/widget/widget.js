@@ -13,6 +13,14 @@
  * typing…", `delta` frames add their text to a bubble of their own, which the reply's
  * `message` (the whole, stored text) replaces. While the visitor writes, a `typing` frame goes
  * out at most every few seconds.
+ *
+ * The conversation opens with a greeting (`welcome.greeting`, the agent's; the default text
+ * until the first welcome, then the last one seen, kept with the visitor): shown, never sent or
+ * stored, one bubble above everything else. Every message shows its time (HH:MM on the
+ * visitor's clock: `at` of the frame, the send time of the visitor's own), an operator's their
+ * `name`. "A colleague will answer you here shortly." shows while the session is paused and
+ * the latest reply is not an operator's: it goes once a person replied, also after a reload
+ * (the replay's messages come before the session's status).
  */
 (function () {
   'use strict';
@@ -44,7 +52,7 @@
   }
   function save() {
     try {
-      window.localStorage.setItem(storageKey, JSON.stringify({ visitorToken: state.visitorToken, conversationId: state.conversationId }));
+      window.localStorage.setItem(storageKey, JSON.stringify({ visitorToken: state.visitorToken, conversationId: state.conversationId, greeting: state.greeting }));
     } catch (e) {
       /* private mode: the visitor lasts as long as the page */
     }
@@ -53,12 +61,18 @@
   var state = {
     visitorToken: typeof stored.visitorToken === 'string' ? stored.visitorToken : null,
     conversationId: typeof stored.conversationId === 'number' ? stored.conversationId : null,
+    greeting: typeof stored.greeting === 'string' && stored.greeting ? stored.greeting : null,
     // Highest seq of a `message` frame shown (a page load starts at 0: the whole session is replayed).
     lastSeq: 0,
     seen: {},
     // Messages of an earlier session are shown: the next session gets a "New conversation" line.
     dividerDue: false,
     pending: [], // [{clientMessageId, text, el}] waiting for their ack
+    // The session's status as its frames said (null until one came on this socket: the server sends it when not active).
+    sessionStatus: null,
+    // The latest agent / operator message of the session (highest seq): an operator's ends the waiting notice.
+    lastReplySeq: 0,
+    lastReplyRole: null,
     ws: null,
     welcomed: false,
     attempts: 0,
@@ -92,7 +106,9 @@
     '.msg{max-width:80%;padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;line-height:1.35}',
     '.msg.customer{align-self:flex-end;background:#1f5fd6;color:#fff;border-bottom-right-radius:4px}',
     '.msg.agent,.msg.operator{align-self:flex-start;background:#eef0f4;color:#1c1c1c;border-bottom-left-radius:4px}',
-    '.msg .who{display:block;font-size:11px;opacity:.75;margin-bottom:2px}',
+    '.msg .meta{display:flex;gap:8px;justify-content:space-between;align-items:baseline;font-size:11px;opacity:.75;margin-bottom:2px}',
+    '.msg .who{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}',
+    '.msg .at{font-size:11px;flex:none}',
     '.msg.sending{opacity:.6}',
     '.msg.failed{outline:2px solid #c62828}',
     '.divider{align-self:center;font-size:11px;color:#777}',
@@ -174,7 +190,9 @@
   var TYPING_EVERY_MS = 3000;
   // A message refused for its rate goes again after 3-6 s (a visitor's rate refills a message every 3 s by default).
   var RATE_LIMITED_RETRY_MS = 3000;
-  var ROLE_NAMES = { customer: 'You', agent: 'Assistant', operator: 'Operator' };
+  var ROLE_NAMES = { customer: 'You', agent: 'Assistant', operator: 'Support' };
+  // Until the server says the agent's (the server's default is the same text).
+  var DEFAULT_GREETING = 'Hi! How can we help you today?';
   var STATUS_TEXT = {
     active: '',
     paused: 'A colleague will answer you here shortly.',
@@ -185,18 +203,57 @@
     statusLine.textContent = text;
   }
 
-  function bubble(role, text) {
-    var li = el('li', 'msg ' + (ROLE_NAMES[role] ? role : 'agent'));
-    li.appendChild(el('span', 'who', ROLE_NAMES[role] || 'Assistant'));
+  function pad(n) {
+    return (n < 10 ? '0' : '') + n;
+  }
+
+  /** HH:MM on the visitor's clock, the whole date and time on hover. */
+  function timeOf(date) {
+    var t = el('time', 'at', pad(date.getHours()) + ':' + pad(date.getMinutes()));
+    t.dateTime = date.toISOString();
+    t.title = date.toLocaleString();
+    return t;
+  }
+
+  /** A message: who wrote it and when (`at`: a Date, or null for no time), then its text (the last child, a text node). */
+  function bubble(role, text, at, name) {
+    var known = ROLE_NAMES[role] ? role : 'agent';
+    var li = el('li', 'msg ' + known);
+    var meta = el('span', 'meta');
+    meta.appendChild(el('span', 'who', (known === 'operator' && typeof name === 'string' && name) || ROLE_NAMES[known]));
+    if (at && !isNaN(at.getTime())) meta.appendChild(timeOf(at));
+    li.appendChild(meta);
     li.appendChild(document.createTextNode(text));
     return li;
+  }
+
+  // The greeting: the conversation's first bubble, made once (a reconnect or a new session keeps it).
+  var greeting = bubble('agent', state.greeting || DEFAULT_GREETING, null);
+  greeting.classList.add('greeting');
+  log.appendChild(greeting);
+
+  function setGreeting(text) {
+    if (typeof text !== 'string' || !text || text === state.greeting) return;
+    state.greeting = text;
+    greeting.lastChild.data = text;
+  }
+
+  /** The line under the header for the session's status: the waiting notice only until a person replied. */
+  function sessionNotice() {
+    if (state.sessionStatus === 'paused' && state.lastReplyRole === 'operator') return '';
+    return STATUS_TEXT[state.sessionStatus] || '';
+  }
+
+  function forgetReplies() {
+    state.lastReplySeq = 0;
+    state.lastReplyRole = null;
   }
 
   function scrollDown() {
     log.scrollTop = log.scrollHeight;
   }
 
-  /** Places a stored message by seq (before unsent ones and any later seq). */
+  /** Places a stored message by seq (after the greeting, before unsent ones and any later seq). */
   function insert(li, seq) {
     li.setAttribute('data-seq', String(seq));
     var children = log.children;
@@ -225,7 +282,7 @@
   /** Adds a piece of the reply being written to its bubble (after the stored messages, before unsent ones). */
   function growDraft(text) {
     if (!state.draft) {
-      var li = bubble('agent', '');
+      var li = bubble('agent', '', new Date());
       li.classList.add('streaming');
       li.setAttribute('aria-busy', 'true');
       log.insertBefore(li, log.querySelector('.sending'));
@@ -246,7 +303,8 @@
     state.seen = {};
     state.lastSeq = 0;
     state.dividerDue = false;
-    while (log.firstChild) log.removeChild(log.firstChild);
+    forgetReplies();
+    while (log.lastChild !== greeting) log.removeChild(log.lastChild);
     for (var i = 0; i < state.pending.length; i++) log.appendChild(state.pending[i].el);
   }
 
@@ -258,6 +316,7 @@
   function changeSession(conversationId) {
     state.seen = {};
     state.lastSeq = 0;
+    forgetReplies();
     var shown = log.querySelectorAll('[data-seq]');
     for (var i = 0; i < shown.length; i++) shown[i].removeAttribute('data-seq');
     if (shown.length > 0) state.dividerDue = true;
@@ -356,6 +415,9 @@
         state.conversationId = conversationId;
         state.welcomed = true;
         state.attempts = 0;
+        // A status frame follows when the session is not active.
+        state.sessionStatus = null;
+        setGreeting(f.greeting);
         save();
         setStatus(conversationId === null && state.dividerDue ? STATUS_TEXT.closed : '');
         // Unacknowledged messages go again with the same clientMessageId (never stored twice),
@@ -369,9 +431,15 @@
         if (f.role !== 'customer') {
           dropDraft();
           hideTyping();
+          if (f.seq > state.lastReplySeq) {
+            state.lastReplySeq = f.seq;
+            state.lastReplyRole = f.role;
+            // A person replied (or the agent's handoff notice came): the waiting notice follows.
+            if (state.sessionStatus === 'paused' && (statusLine.textContent === '' || statusLine.textContent === STATUS_TEXT.paused)) setStatus(sessionNotice());
+          }
         }
         if (f.seq > state.lastSeq) state.lastSeq = f.seq;
-        insert(bubble(f.role, String(f.text)), f.seq);
+        insert(bubble(f.role, String(f.text), new Date(f.at), f.name), f.seq);
         scrollDown();
         break;
       case 'ack':
@@ -381,7 +449,7 @@
           state.pending.splice(j, 1);
           p.el.classList.remove('sending', 'failed');
           p.el.removeAttribute('title');
-          if (p.rateLimited && !state.pending.some(function (q) { return q.rateLimited; })) setStatus('');
+          if (p.rateLimited && !state.pending.some(function (q) { return q.rateLimited; })) setStatus(sessionNotice());
           if (typeof f.conversationId === 'number' && f.conversationId !== state.conversationId) {
             // Stored earlier, in a past session (a resend): it stays where it is.
           } else if (state.seen[f.seq]) {
@@ -396,7 +464,8 @@
         }
         break;
       case 'status':
-        setStatus(STATUS_TEXT[f.status] || '');
+        state.sessionStatus = f.status;
+        setStatus(sessionNotice());
         dropDraft();
         hideTyping();
         break;
@@ -486,7 +555,7 @@
     var text = input.value.trim();
     if (!text) return;
     input.value = '';
-    var item = { clientMessageId: newId(), text: text, el: bubble('customer', text) };
+    var item = { clientMessageId: newId(), text: text, el: bubble('customer', text, new Date()) };
     item.el.classList.add('sending');
     state.pending.push(item);
     log.appendChild(item.el);

@@ -1,7 +1,10 @@
-// Agents: list, create, edit, delete. The model API key is write-only: the form never shows
-// a stored key, it only says whether one is set.
+// Agents: list, create, edit, delete, with a form field for every setting the API has
+// (gateway/routes/agent-schemas.ts). The model API key is write-only: the form never shows a
+// stored key, it only says whether one is set. Editing sends only what changed, so a default
+// text shown in the form is not stored as the agent's own.
 import { api, apiAll, seg } from '../api.js';
-import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
+import { busy, checkbox, field, fieldErrors, h, messages, replace, select, table, time } from '../dom.js';
+import { hoursEditor } from './agent-hours.js';
 
 const NO_ANSWER = [
   { value: 'handoff', label: 'Say the fallback text, then hand over to a human' },
@@ -13,44 +16,84 @@ const PROVIDERS = [
   { value: 'openai', label: 'OpenAI-compatible model' },
 ];
 
+const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+/** A number field's value: '' → `empty`, else the number typed (the API says what is wrong with it). */
+const numberOf = (input, empty) => (input.value.trim() === '' ? empty : Number(input.value));
+const textOrNull = (input) => input.value.trim() || null;
+
 export function render(root, { signal }) {
   const state = { agents: [], knowledgeBases: [], editing: null };
   const listEl = h('div');
   const listMsg = messages();
 
   const name = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
-  const prompt = h('textarea', { name: 'systemPrompt', rows: 5 });
-  const provider = select(PROVIDERS, { name: 'provider' });
-  const modelName = h('input', { type: 'text', name: 'modelName', placeholder: 'gpt-4o-mini', spellcheck: 'false' });
-  const baseUrl = h('input', { type: 'url', name: 'baseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false' });
-  const apiKey = h('input', { type: 'password', name: 'apiKey', autocomplete: 'new-password', spellcheck: 'false' });
-  const keyHint = h('span');
+  const prompt = h('textarea', { name: 'systemPrompt', rows: 5, maxlength: '20000' });
   const kb = h('select', { name: 'knowledgeBaseId' });
-  const onNoAnswer = select(NO_ANSWER, { name: 'onNoAnswer' });
-  const fallbackMessage = h('input', { type: 'text', name: 'fallbackMessage', maxlength: '1000' });
   const greeting = h('input', { type: 'text', name: 'greeting', maxlength: '1000' });
+  const onNoAnswer = select(NO_ANSWER, { name: 'onNoAnswer' });
+  const fallbackMessage = h('input', { type: 'text', name: 'fallbackMessage', maxlength: '1000', placeholder: 'Empty: the default text' });
   const threshold = h('input', { type: 'number', name: 'relevanceThreshold', min: '0', max: '1', step: '0.05' });
-  const modelFields = h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey, keyHint));
+  const handoffMessage = h('input', { type: 'text', name: 'handoffMessage', maxlength: '1000', placeholder: 'Empty: the default text' });
+  const debounce = h('input', { type: 'number', name: 'debounceMs', min: '0', max: '60000', step: '100', inputmode: 'numeric' });
+  const provider = select(PROVIDERS, { name: 'provider' });
+  const modelName = h('input', { type: 'text', name: 'modelName', placeholder: 'gpt-4o-mini', spellcheck: 'false', maxlength: '200' });
+  const baseUrl = h('input', { type: 'url', name: 'baseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
+  const apiKey = h('input', { type: 'password', name: 'apiKey', autocomplete: 'new-password', spellcheck: 'false', maxlength: '4096' });
+  const keyHint = h('span');
+  const forgetKey = checkbox('Remove the stored key', { name: 'removeApiKey' });
+  const price = { expects: 'an amount such as 0.15 (a dot, at most 9 decimals)' };
+  const priceIn = h('input', { type: 'text', name: 'inputUsdPerMTok', inputmode: 'decimal', placeholder: '0.15', spellcheck: 'false', dataset: price });
+  const priceOut = h('input', { type: 'text', name: 'outputUsdPerMTok', inputmode: 'decimal', placeholder: '0.60', spellcheck: 'false', dataset: price });
+  const maxConcurrency = h('input', { type: 'number', name: 'maxConcurrency', min: '1', max: '100000', step: '1', inputmode: 'numeric', placeholder: 'No cap' });
+  const spendCap = h('input', { type: 'text', name: 'spendCapUsdPerDay', inputmode: 'decimal', placeholder: 'No cap', spellcheck: 'false', dataset: { expects: 'an amount in USD such as 12.50 (a dot, at most 6 decimals)' } });
+  const hours = hoursEditor();
+
+  const modelFields = h(
+    'div',
+    {},
+    h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey, keyHint)),
+    forgetKey.el,
+    h(
+      'div',
+      { class: 'grid-3' },
+      field('Input price (USD per million tokens)', priceIn, 'What the model costs you, to debit the credit. Both empty: the built-in price list.'),
+      field('Output price (USD per million tokens)', priceOut),
+      field('Concurrent model calls at most', maxConcurrency, 'Per worker. Empty: no cap of its own.'),
+    ),
+  );
   const title = h('h2', { id: 'agent-form-title' }, 'New agent');
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create agent');
   const cancel = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Cancel');
   const formMsg = messages();
+  const errors = fieldErrors();
+  const group = (legend, ...children) => h('fieldset', { class: 'group' }, h('legend', {}, legend), children);
   const form = h(
     'form',
-    { method: 'post', class: 'panel', 'aria-labelledby': 'agent-form-title' },
+    { method: 'post', class: 'panel agent-form', 'aria-labelledby': 'agent-form-title', novalidate: true },
     title,
-    h('div', { class: 'grid-2' }, field('Name', name), field('Knowledge base', kb)),
-    field('System prompt', prompt, 'Instructions the agent follows in every conversation.'),
-    h(
-      'div',
-      { class: 'grid-2' },
-      field('When nothing relevant is found', onNoAnswer),
-      field('Fallback text', fallbackMessage, 'Told to the customer instead of a guess.'),
-      field('Confidence threshold', threshold, '0–1: how sure the agent must be that a passage answers the question before it uses it (default 0.35). Higher: fewer answers, fewer wrong ones.'),
+    group(
+      'The agent',
+      h('div', { class: 'grid-2' }, field('Name', name), field('Knowledge base', kb, 'Where it looks for answers.')),
+      field('System prompt', prompt, 'Instructions the agent follows in every conversation.'),
+      field('Greeting', greeting, 'The reply to a greeting such as “hi”. Empty: a default in the customer’s language. A thanks gets “You’re welcome!” in the customer’s language.'),
     ),
-    field('Greeting', greeting, 'The reply to a greeting such as “hi”. Empty: a default in the customer’s language. A thanks gets “You’re welcome!” in the customer’s language.'),
-    field('Model provider', provider),
-    modelFields,
+    group(
+      'Answers and handover',
+      h('div', { class: 'grid-2' }, field('When nothing relevant is found', onNoAnswer), field('Fallback text', fallbackMessage, 'Told to the customer instead of a guess.')),
+      h(
+        'div',
+        { class: 'grid-2' },
+        field('Confidence threshold', threshold, '0–1: how sure the agent must be that a passage answers the question before it uses it (default 0.35). Higher: fewer answers, fewer wrong ones.'),
+        field('Debounce (milliseconds)', debounce, 'Messages a customer sends within this time of each other are answered once, together. 0: each at once (at most 60000).'),
+      ),
+      field('Handoff text', handoffMessage, 'Told to the customer when the conversation goes to a person.'),
+    ),
+    group(
+      'Model and spending',
+      h('div', { class: 'grid-2' }, field('Model provider', provider), field('Spend cap per day (USD)', spendCap, 'This agent’s model spend per UTC day; past it, its conversations go to a person. Empty: no cap.')),
+      modelFields,
+    ),
+    group('Business hours', hours.el),
     h('div', { class: 'actions' }, submit, cancel),
     formMsg.el,
   );
@@ -59,6 +102,34 @@ export function render(root, { signal }) {
     modelFields.hidden = provider.value !== 'openai';
   };
   provider.addEventListener('change', syncProvider);
+  forgetKey.input.addEventListener('change', () => {
+    apiKey.disabled = forgetKey.input.checked;
+    if (apiKey.disabled) apiKey.value = '';
+  });
+
+  /** The control of an API error's field. */
+  const controls = (path) =>
+    ({
+      name,
+      systemPrompt: prompt,
+      knowledgeBaseId: kb,
+      greeting,
+      onNoAnswer,
+      fallbackMessage,
+      relevanceThreshold: threshold,
+      handoffMessage,
+      debounceMs: debounce,
+      spendCapUsdPerDay: spendCap,
+      model: provider,
+      'model.provider': provider,
+      'model.name': modelName,
+      'model.baseUrl': baseUrl,
+      'model.apiKey': apiKey,
+      'model.pricing': priceIn,
+      'model.pricing.inputUsdPerMTok': priceIn,
+      'model.pricing.outputUsdPerMTok': priceOut,
+      'model.maxConcurrency': maxConcurrency,
+    })[path] ?? (path.startsWith('hours') ? hours.control(path) : null);
 
   function fillKnowledgeBases(selected) {
     replace(kb, h('option', { value: '' }, 'None'));
@@ -73,18 +144,76 @@ export function render(root, { signal }) {
     cancel.hidden = !agent;
     name.value = agent?.name ?? '';
     prompt.value = agent?.systemPrompt ?? '';
+    fillKnowledgeBases(agent?.knowledgeBaseId);
+    greeting.value = agent?.greeting ?? '';
+    onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
+    fallbackMessage.value = agent?.fallbackMessage ?? '';
+    threshold.value = String(agent?.relevanceThreshold ?? 0.35);
+    handoffMessage.value = agent?.handoffMessage ?? '';
+    debounce.value = String(agent?.debounceMs ?? 0);
     provider.value = agent?.model?.provider ?? 'builtin';
     modelName.value = agent?.model?.name ?? '';
     baseUrl.value = agent?.model?.baseUrl ?? '';
     apiKey.value = '';
+    apiKey.disabled = false;
+    forgetKey.input.checked = false;
+    forgetKey.el.hidden = !agent?.model?.hasApiKey;
     keyHint.textContent = agent?.model?.hasApiKey ? 'A key is stored (hidden). Leave empty to keep it; type a new one to replace it.' : 'Write-only: stored encrypted and never shown again.';
-    fillKnowledgeBases(agent?.knowledgeBaseId);
-    onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
-    fallbackMessage.value = agent?.fallbackMessage ?? '';
-    greeting.value = agent?.greeting ?? '';
-    threshold.value = String(agent?.relevanceThreshold ?? 0.35);
+    priceIn.value = agent?.model?.pricing?.inputUsdPerMTok ?? '';
+    priceOut.value = agent?.model?.pricing?.outputUsdPerMTok ?? '';
+    maxConcurrency.value = agent?.model?.maxConcurrency == null ? '' : String(agent.model.maxConcurrency);
+    spendCap.value = agent?.spendCapUsdPerDay ?? '';
+    hours.set(agent?.hours ?? null);
     syncProvider();
     formMsg.clear();
+    errors.clear();
+  }
+
+  /** What the form says, as the API takes it. */
+  function formValues() {
+    const model = { provider: provider.value };
+    if (provider.value === 'openai') {
+      model.name = textOrNull(modelName);
+      model.baseUrl = textOrNull(baseUrl);
+      model.pricing = priceIn.value.trim() || priceOut.value.trim() ? { inputUsdPerMTok: priceIn.value.trim(), outputUsdPerMTok: priceOut.value.trim() } : null;
+      model.maxConcurrency = numberOf(maxConcurrency, null);
+    }
+    return {
+      name: name.value.trim(),
+      systemPrompt: prompt.value,
+      knowledgeBaseId: kb.value ? Number(kb.value) : null,
+      greeting: textOrNull(greeting),
+      onNoAnswer: onNoAnswer.value,
+      fallbackMessage: textOrNull(fallbackMessage),
+      relevanceThreshold: numberOf(threshold, undefined),
+      handoffMessage: textOrNull(handoffMessage),
+      debounceMs: numberOf(debounce, 0),
+      spendCapUsdPerDay: textOrNull(spendCap),
+      hours: hours.value(),
+      model,
+    };
+  }
+
+  /** A new agent: what was filled in (empty texts take the defaults). */
+  function createBody(v) {
+    const body = {};
+    for (const [k, value] of Object.entries(v)) if (value !== null && value !== undefined) body[k] = value;
+    const model = Object.fromEntries(Object.entries(v.model).filter(([, value]) => value !== null));
+    if (apiKey.value) model.apiKey = apiKey.value;
+    body.model = model;
+    return body;
+  }
+
+  /** An agent edited: only what differs from it. */
+  function patchBody(v, agent) {
+    const body = {};
+    for (const [k, value] of Object.entries(v)) if (k !== 'model' && value !== undefined && !same(value, agent[k])) body[k] = value;
+    const model = {};
+    for (const [k, value] of Object.entries(v.model)) if (!same(value, agent.model?.[k])) model[k] = value;
+    if (forgetKey.input.checked) model.apiKey = null;
+    else if (apiKey.value) model.apiKey = apiKey.value;
+    if (Object.keys(model).length) body.model = model;
+    return body;
   }
 
   cancel.addEventListener('click', () => {
@@ -94,24 +223,15 @@ export function render(root, { signal }) {
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    errors.clear();
     if (!name.value.trim()) {
       formMsg.error(new Error('Please give the agent a name.'));
       name.focus();
       return;
     }
-    const model = { provider: provider.value };
-    if (provider.value === 'openai') {
-      model.name = modelName.value.trim() || null;
-      model.baseUrl = baseUrl.value.trim() || null;
-    }
-    if (apiKey.value) model.apiKey = apiKey.value;
-    const body = { name: name.value.trim(), systemPrompt: prompt.value, model, knowledgeBaseId: kb.value ? Number(kb.value) : null, onNoAnswer: onNoAnswer.value };
     const editing = state.editing;
-    if (fallbackMessage.value.trim()) body.fallbackMessage = fallbackMessage.value.trim();
-    else if (editing) body.fallbackMessage = null;
-    if (greeting.value.trim()) body.greeting = greeting.value.trim();
-    else if (editing) body.greeting = null;
-    if (threshold.value !== '') body.relevanceThreshold = Number(threshold.value);
+    const values = formValues();
+    const body = editing ? patchBody(values, editing) : createBody(values);
     try {
       const { agent } = await busy(submit, () =>
         editing ? api('PATCH', `/api/agents/${seg(editing.id)}`, body, { signal }) : api('POST', '/api/agents', body, { signal }),
@@ -124,7 +244,8 @@ export function render(root, { signal }) {
       formMsg.ok(editing ? `Agent “${agent.name}” saved.` : `Agent “${agent.name}” created.`);
     } catch (err) {
       apiKey.value = '';
-      if (err.name !== 'AbortError') formMsg.error(err);
+      if (err.name === 'AbortError') return;
+      errors.report(formMsg, err, controls);
     }
   });
 
@@ -151,6 +272,7 @@ export function render(root, { signal }) {
           { label: 'Name', cell: (a) => h('strong', {}, a.name) },
           { label: 'Model', cell: (a) => (a.model?.provider === 'openai' ? `${a.model.name ?? '?'}${a.model.hasApiKey ? ' · key set' : ''}` : 'Built-in') },
           { label: 'Knowledge base', cell: (a) => kbName(a.knowledgeBaseId) },
+          { label: 'Hours', cell: (a) => (a.hours ? a.hours.timezone : h('span', { class: 'muted' }, 'Always open')) },
           { label: 'Created', cell: (a) => time(a.createdAt) },
           {
             label: 'Actions',

@@ -1,17 +1,19 @@
 // Integrations: create helpdesk / webchat integrations, show their webhook URL and (just
 // after create or rotate) secret, rotate the secret or set the one the helpdesk issued,
 // switch them on and off, register the helpdesk webhook, show whether webhooks arrive (last
-// webhook, refusals for a bad signature in the last hour and why), and give webchat
-// integrations their embed snippet.
+// webhook, refusals for a bad signature in the last hour and why), give webchat integrations
+// their embed snippet, and change every setting the API has (integration-settings.js).
 import { api, apiAll, seg } from '../api.js';
-import { busy, checkbox, copyField, field, h, messages, replace, select, time, uid } from '../dom.js';
+import { busy, checkbox, copyField, field, fieldErrors, h, messages, replace, select, time, uid } from '../dom.js';
+import { GROUP_HINT, linesOf, ORIGINS_HINT, settingsForm } from './integration-settings.js';
 
 const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+
 // webhookStatus: ok = registered and webhooks arrive (or none expected yet); failing = recent deliveries refused.
 const WEBHOOK_BADGE = { ok: ['ok', 'Webhook OK'], failing: ['failing', 'Webhook failing'], pending: ['pending', 'Webhook pending'] };
 
 export function render(root, { signal }) {
-  const state = { integrations: [], agents: [], secrets: new Map(), notes: new Map() };
+  const state = { integrations: [], agents: [], secrets: new Map(), notes: new Map(), editing: null };
   const list = h('div', { class: 'cards', 'aria-live': 'off' });
   const listMsg = messages();
 
@@ -23,32 +25,40 @@ export function render(root, { signal }) {
   const apiToken = h('input', { type: 'password', name: 'apiToken', autocomplete: 'off', spellcheck: 'false' });
   const apiUrl = h('input', { type: 'url', name: 'apiUrl', placeholder: 'https://api.chat2desk.com', spellcheck: 'false' });
   const region = select([{ value: '', label: 'Find automatically' }, { value: 'global', label: 'Global' }, { value: 'europe', label: 'Europe' }], { name: 'region' });
+  const handoffGroup = h('input', { type: 'number', name: 'handoffGroupId', min: '1', step: '1', inputmode: 'numeric' });
   const helpdeskFields = h(
     'div',
     { class: 'grid-2' },
     field('API token', apiToken, 'From the helpdesk’s settings (API). Stored encrypted, never shown again.'),
     field('API URL (optional)', apiUrl, 'Leave empty to use the region.'),
     field('Region (optional)', region, 'Automatic tries the global and the Europe instance.'),
+    field('Handoff group ID (optional)', handoffGroup, GROUP_HINT),
   );
+  const origins = h('textarea', { name: 'allowedOrigins', rows: 2, spellcheck: 'false', placeholder: 'https://shop.example.com', dataset: { expects: 'web addresses such as https://shop.example.com: the scheme and the host, no path' } });
+  const webchatFields = h('div', {}, field('Allowed origins', origins, ORIGINS_HINT));
   const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create integration');
   const formMsg = messages();
+  const formErrors = fieldErrors();
   const form = h(
     'form',
-    { method: 'post', class: 'panel', 'aria-labelledby': 'new-integration' },
+    { method: 'post', class: 'panel', 'aria-labelledby': 'new-integration', novalidate: true },
     h('h2', { id: 'new-integration' }, 'New integration'),
     h('div', { class: 'grid-2' }, field('Type', type), field('Name', name), field('Agent', agent, agentHint)),
     helpdeskFields,
+    webchatFields,
     h('div', { class: 'actions' }, createButton),
     formMsg.el,
   );
   const syncType = () => {
     helpdeskFields.hidden = type.value !== 'helpdesk';
+    webchatFields.hidden = type.value !== 'webchat';
   };
   type.addEventListener('change', syncType);
   syncType();
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    formErrors.clear();
     if (!name.value.trim()) {
       formMsg.error(new Error('Please give the integration a name.'));
       name.focus();
@@ -60,7 +70,8 @@ export function render(root, { signal }) {
       if (apiToken.value.trim()) body.apiToken = apiToken.value.trim();
       if (apiUrl.value.trim()) body.apiUrl = apiUrl.value.trim();
       if (region.value) body.region = region.value;
-    }
+      if (handoffGroup.value.trim()) body.handoffGroupId = Number(handoffGroup.value);
+    } else if (linesOf(origins.value).length) body.allowedOrigins = linesOf(origins.value);
     try {
       const { integration } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
       if (integration.webhookSecret) state.secrets.set(integration.id, integration.webhookSecret);
@@ -71,7 +82,8 @@ export function render(root, { signal }) {
       formMsg.ok(`Integration “${integration.name}” created.`);
       upsert(integration);
     } catch (err) {
-      if (err.name !== 'AbortError') formMsg.error(err);
+      if (err.name === 'AbortError') return;
+      formErrors.report(formMsg, err, { type, name, agentId: agent, apiToken, apiUrl, region, handoffGroupId: handoffGroup, allowedOrigins: origins });
     }
   });
 
@@ -191,6 +203,31 @@ export function render(root, { signal }) {
       });
     }
 
+    // Every setting of the integration, in a form opened on demand (one card at a time).
+    const editing = state.editing === it.id;
+    const settingsButton = h('button', { type: 'button', class: 'secondary', 'aria-expanded': String(editing), dataset: { focus: `settings-${it.id}` } }, editing ? 'Close settings' : 'Edit settings');
+    settingsButton.addEventListener('click', () => {
+      state.editing = editing ? null : it.id;
+      state.notes.delete(it.id);
+      renderList(editing ? `settings-${it.id}` : `settings-name-${it.id}`);
+    });
+    const settings = editing
+      ? settingsForm(it, {
+          agents: state.agents,
+          signal,
+          onSaved: (integration) => {
+            state.editing = null;
+            state.notes.set(it.id, 'Settings saved.');
+            upsert(integration);
+            renderList(`settings-${it.id}`);
+          },
+          onCancel: () => {
+            state.editing = null;
+            renderList(`settings-${it.id}`);
+          },
+        })
+      : null;
+
     const failures = it.signatureFailuresLastHour ?? 0;
     const lastFailure = it.lastSignatureFailure;
     const secret = state.secrets.get(it.id);
@@ -200,6 +237,8 @@ export function render(root, { signal }) {
       h('dt', {}, 'Agent'),
       h('dd', {}, agentName ?? (it.agentId ? `#${it.agentId}` : '—')),
       isHelpdesk ? [h('dt', {}, 'API URL'), h('dd', { class: 'mono' }, it.apiUrl || '—')] : null,
+      isHelpdesk ? [h('dt', {}, 'Handoff group'), h('dd', {}, it.handoffGroupId ?? h('span', { class: 'muted' }, 'none (no transfer)'))] : null,
+      it.type === 'webchat' ? [h('dt', {}, 'Allowed origins'), h('dd', { class: 'mono' }, it.allowedOrigins?.length ? it.allowedOrigins.join(', ') : h('span', { class: 'muted' }, 'any page'))] : null,
       isHelpdesk ? [h('dt', {}, 'Webhook registered'), h('dd', {}, time(it.webhookRegisteredAt))] : null,
       isHelpdesk ? [h('dt', {}, 'Last webhook'), h('dd', { dataset: { fact: 'last-webhook' } }, it.lastWebhookAt ? time(it.lastWebhookAt) : h('span', { class: 'muted' }, 'none received yet'))] : null,
       isHelpdesk
@@ -237,7 +276,8 @@ export function render(root, { signal }) {
       isHelpdesk && it.webhookUrl ? copyField('Webhook URL', it.webhookUrl, { buttonLabel: 'Copy webhook URL' }) : null,
       secret ? copyField('Webhook secret', secret, { buttonLabel: 'Copy secret' }) : null,
       it.type === 'webchat' ? copyField('Embed snippet', snippet, { buttonLabel: 'Copy snippet', multiline: true }) : null,
-      h('div', { class: 'actions' }, active.el, rotate, registerButton),
+      h('div', { class: 'actions' }, active.el, rotate, registerButton, settingsButton),
+      settings,
       secretForm,
       msg.el,
     );

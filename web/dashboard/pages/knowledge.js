@@ -1,10 +1,11 @@
 // Knowledge bases: create one (language), pick one; add documents (drag and drop or choose
 // a file, a page by URL, or typed text); watch their processing (status, progress bars);
-// retry a failed one; preview a document's chunks; edit the base's own synonyms; try a search.
+// retry a failed one; preview a document's chunks; edit the base's own synonyms; try a search;
+// change the base's settings (name, language, embedding model with its write-only key).
 // #/knowledge/<id> opens a base; #/knowledge/<id>/gaps its knowledge gaps (knowledge-gaps.js);
 // #/knowledge/<id>/write/<question> its add-document form with the question filled in.
 import { api, apiAll, apiUpload, seg } from '../api.js';
-import { busy, field, h, messages, replace, select, table, time } from '../dom.js';
+import { busy, checkbox, field, fieldErrors, h, messages, replace, select, table, time } from '../dom.js';
 
 const SYNONYMS_PER_GROUP = 20;
 const SYNONYM_LENGTH = 60;
@@ -248,6 +249,93 @@ function renderBases(root, { signal }, wanted) {
     }
   });
 
+  // The base's settings: a new language or embedding model indexes its documents again.
+  const baseName = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
+  const baseLanguage = h('select', { name: 'language' });
+  const useEmbedding = checkbox('Use an embedding model (search by meaning)', { name: 'useEmbedding' });
+  const embeddingUrl = h('input', { type: 'url', name: 'embeddingBaseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
+  const embeddingModel = h('input', { type: 'text', name: 'embeddingName', placeholder: 'text-embedding-3-small', spellcheck: 'false', maxlength: '200' });
+  const embeddingKey = h('input', { type: 'password', name: 'embeddingApiKey', autocomplete: 'new-password', spellcheck: 'false', maxlength: '4096' });
+  const embeddingKeyHint = h('span');
+  const forgetEmbeddingKey = checkbox('Remove the stored embedding key', { name: 'removeEmbeddingKey' });
+  forgetEmbeddingKey.input.addEventListener('change', () => {
+    embeddingKey.disabled = forgetEmbeddingKey.input.checked;
+    if (embeddingKey.disabled) embeddingKey.value = '';
+  });
+  const embeddingFields = h(
+    'div',
+    {},
+    h('div', { class: 'grid-2' }, field('Embedding server URL', embeddingUrl, 'An OpenAI-compatible embeddings endpoint.'), field('Embedding model name', embeddingModel)),
+    field('Embedding API key', embeddingKey, embeddingKeyHint),
+    forgetEmbeddingKey.el,
+  );
+  useEmbedding.input.addEventListener('change', () => {
+    embeddingFields.hidden = !useEmbedding.input.checked;
+  });
+  const settingsButton = h('button', { type: 'submit', class: 'secondary' }, 'Save settings');
+  const settingsMsg = messages();
+  const settingsErrors = fieldErrors();
+  const settingsForm = h(
+    'form',
+    { method: 'post', 'aria-labelledby': 'kb-settings', novalidate: true },
+    h('h3', { id: 'kb-settings' }, 'Settings of this base'),
+    h('div', { class: 'grid-2' }, field('Base name', baseName), field('Search language', baseLanguage, 'How words are stemmed for search. Changing it indexes the documents again.')),
+    useEmbedding.el,
+    embeddingFields,
+    h('div', { class: 'actions' }, settingsButton),
+    settingsMsg.el,
+  );
+  function fillSettings(kb) {
+    baseName.value = kb?.name ?? '';
+    const languages = kb && !LANGUAGES.some((l) => l.value === kb.language) ? [...LANGUAGES, { value: kb.language, label: kb.language }] : LANGUAGES;
+    replace(baseLanguage, languages.map((l) => h('option', { value: l.value }, l.label)));
+    baseLanguage.value = kb?.language ?? 'simple';
+    useEmbedding.input.checked = Boolean(kb?.embedding);
+    embeddingFields.hidden = !kb?.embedding;
+    embeddingUrl.value = kb?.embedding?.baseUrl ?? '';
+    embeddingModel.value = kb?.embedding?.name ?? '';
+    embeddingKey.value = '';
+    embeddingKey.disabled = false;
+    forgetEmbeddingKey.input.checked = false;
+    forgetEmbeddingKey.el.hidden = !kb?.embedding?.hasApiKey;
+    embeddingKeyHint.textContent = kb?.embedding?.hasApiKey ? 'A key is stored (hidden). Leave empty to keep it; a new server URL needs it again.' : 'Write-only: stored encrypted and never shown again.';
+    settingsErrors.clear();
+  }
+  settingsForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    settingsErrors.clear();
+    const id = state.selectedId;
+    const kb = state.knowledgeBases.find((k) => k.id === id);
+    const body = {};
+    if (baseName.value.trim() !== kb?.name) body.name = baseName.value.trim();
+    if (baseLanguage.value !== kb?.language) body.language = baseLanguage.value;
+    if (!useEmbedding.input.checked) {
+      if (kb?.embedding) body.embedding = null;
+    } else {
+      const embedding = { baseUrl: embeddingUrl.value.trim(), name: embeddingModel.value.trim() };
+      if (forgetEmbeddingKey.input.checked) embedding.apiKey = null;
+      else if (embeddingKey.value) embedding.apiKey = embeddingKey.value;
+      if (embedding.apiKey !== undefined || embedding.baseUrl !== kb?.embedding?.baseUrl || embedding.name !== kb?.embedding?.name) body.embedding = embedding;
+    }
+    if (!Object.keys(body).length) {
+      settingsMsg.ok('Nothing changed.');
+      return;
+    }
+    try {
+      const { knowledgeBase } = await busy(settingsButton, () => api('PATCH', `/api/knowledge-bases/${seg(id)}`, body, { signal }));
+      state.knowledgeBases = state.knowledgeBases.map((k) => (k.id === knowledgeBase.id ? knowledgeBase : k));
+      if (state.selectedId !== id) return;
+      renderKbList();
+      showFacts(knowledgeBase);
+      fillSettings(knowledgeBase);
+      settingsMsg.ok(body.language !== undefined || body.embedding !== undefined ? 'Settings saved: the documents are indexed again in the background.' : 'Settings saved.');
+    } catch (err) {
+      embeddingKey.value = '';
+      if (err.name === 'AbortError') return;
+      settingsErrors.report(settingsMsg, err, { name: baseName, language: baseLanguage, embedding: useEmbedding.input, 'embedding.baseUrl': embeddingUrl, 'embedding.name': embeddingModel, 'embedding.apiKey': embeddingKey });
+    }
+  });
+
   // Search.
   const query = h('input', { type: 'search', name: 'q', maxlength: '500' });
   const searchButton = h('button', { type: 'submit', class: 'secondary' }, 'Search');
@@ -301,7 +389,7 @@ function renderBases(root, { signal }, wanted) {
     detailTitle,
     detailFacts,
     gapsNote,
-    h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm, synonymsForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
+    h('div', { class: 'grid-2 top' }, h('div', {}, dropzone, pageForm, addForm, searchForm, synonymsForm, settingsForm), h('div', {}, h('h3', {}, 'Documents'), docsMsg.el, docsEl, previewEl)),
   );
 
   function statusCell(d) {
@@ -417,6 +505,11 @@ function renderBases(root, { signal }, wanted) {
     }
   }
 
+  function showFacts(kb, id = kb?.id) {
+    detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
+    detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
+  }
+
   async function choose(id) {
     state.selectedId = id;
     state.documents = [];
@@ -424,13 +517,13 @@ function renderBases(root, { signal }, wanted) {
     const kb = state.knowledgeBases.find((k) => k.id === id);
     renderKbList();
     detail.hidden = false;
-    detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
-    detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
+    showFacts(kb, id);
+    fillSettings(kb);
     gapsLink.href = `#/knowledge/${seg(id)}/gaps`;
     replace(results);
     replace(previewEl);
     synonyms.value = synonymsText(kb?.synonyms);
-    for (const m of [addMsg, searchMsg, uploadMsg, pageMsg, synonymsMsg]) m.clear();
+    for (const m of [addMsg, searchMsg, uploadMsg, pageMsg, synonymsMsg, settingsMsg]) m.clear();
     docsMsg.ok('Loading documents…');
     replace(docsEl);
     await loadDocuments(id);

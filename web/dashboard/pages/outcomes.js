@@ -44,7 +44,8 @@ export function render(root, { signal }) {
       const { agents } = await apiAll('/api/agents', 'agents', { signal });
       for (const a of agents) agent.append(h('option', { value: String(a.id) }, a.name));
     } catch (err) {
-      if (err.name !== 'AbortError') msg.error(err);
+      // An operator may not list agents (403): the figures of all agents are theirs to see.
+      if (err.name !== 'AbortError' && err.status !== 403) msg.error(err);
     }
   }
 

@@ -1,10 +1,13 @@
-// Settings: company API tokens (shown once), credit balance and ledger, pipelines.
+// Settings: company API tokens (shown once), credit balance, the daily spend cap and the
+// ledger, pipelines. Operators see the credit and the pipelines; tokens and the cap are for
+// owners and admins (the API answers operators 403).
 import { api, apiAll, seg } from '../api.js';
-import { busy, copyField, field, h, messages, replace, table, time } from '../dom.js';
+import { append, busy, copyField, field, fieldErrors, h, messages, replace, table, time } from '../dom.js';
 
 const LEDGER_KIND = { signup_bonus: 'Sign-up bonus', model_usage: 'Model usage' };
 
-export function render(root, { signal }) {
+export function render(root, { signal, role }) {
+  const manages = role !== 'operator';
   // ---- API tokens ----
   const tokensEl = h('div');
   const tokensMsg = messages();
@@ -115,10 +118,42 @@ export function render(root, { signal }) {
       ),
     );
   }
+  // The company's daily spend cap (PATCH /api/billing): past it, conversations go to a person.
+  const spendEl = h('p', { class: 'muted small' });
+  const cap = h('input', { type: 'text', name: 'spendCapUsdPerDay', inputmode: 'decimal', placeholder: 'No cap', spellcheck: 'false', maxlength: '20', dataset: { expects: 'an amount in USD such as 12.50 (a dot, at most 6 decimals)' } });
+  const capButton = h('button', { type: 'submit', class: 'secondary' }, 'Save spend cap');
+  const capMsg = messages();
+  const capErrors = fieldErrors();
+  const capForm = h(
+    'form',
+    { method: 'post', class: 'row', 'aria-label': 'Spend cap', novalidate: true },
+    field('Spend cap per day (USD)', cap, 'The company’s model spend per UTC day; past it, conversations go to a person until the next day. Empty: no cap.'),
+    capButton,
+  );
+  const capReadOnly = h('p', {});
+  capForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    capErrors.clear();
+    try {
+      const { billing } = await busy(capButton, () => api('PATCH', '/api/billing', { spendCapUsdPerDay: cap.value.trim() || null }, { signal }));
+      showBilling(billing);
+      capMsg.ok(billing.spendCapUsdPerDay ? `Spend cap set to ${billing.spendCapUsdPerDay} USD per day.` : 'No spend cap now.');
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      capErrors.report(capMsg, err, { spendCapUsdPerDay: cap });
+    }
+  });
+  function showBilling(billing) {
+    replace(balanceEl, 'Balance: ', h('strong', { class: 'amount', dataset: { balance: billing.balanceUsd } }, `${billing.balanceUsd} USD`));
+    spendEl.textContent = `Spent today (UTC): ${billing.spentTodayUsd ?? '0.00'} USD${billing.reservedUsd && Number(billing.reservedUsd) > 0 ? ` · held by model calls in flight: ${billing.reservedUsd} USD` : ''}`;
+    cap.value = billing.spendCapUsdPerDay ?? '';
+    capReadOnly.textContent = billing.spendCapUsdPerDay ? `Spend cap: ${billing.spendCapUsdPerDay} USD per day.` : 'No daily spend cap.';
+  }
+
   async function loadBilling() {
     try {
       const { billing } = await api('GET', '/api/billing', undefined, { signal });
-      replace(balanceEl, 'Balance: ', h('strong', { class: 'amount', dataset: { balance: billing.balanceUsd } }, `${billing.balanceUsd} USD`));
+      showBilling(billing);
       ledger.entries = [...(billing.ledger ?? [])];
       ledger.total = billing.ledgerTotal ?? ledger.entries.length;
       renderLedger();
@@ -161,22 +196,35 @@ export function render(root, { signal }) {
     }
   }
 
-  root.append(
+  // dom.js append: the sections a role does not see are null, which Element.append would print.
+  append(root, [
     h('h1', {}, 'Settings'),
+    manages
+      ? h(
+          'section',
+          { class: 'panel', 'aria-labelledby': 'tokens-title' },
+          h('h2', { id: 'tokens-title' }, 'API tokens'),
+          h('p', { class: 'muted' }, 'Company API tokens let scripts and servers call the API. A token is shown once, when it is created.'),
+          form,
+          created,
+          tokensMsg.el,
+          tokensEl,
+        )
+      : null,
     h(
       'section',
-      { class: 'panel', 'aria-labelledby': 'tokens-title' },
-      h('h2', { id: 'tokens-title' }, 'API tokens'),
-      h('p', { class: 'muted' }, 'Company API tokens let scripts and servers call the API. A token is shown once, when it is created.'),
-      form,
-      created,
-      tokensMsg.el,
-      tokensEl,
+      { class: 'panel', 'aria-labelledby': 'billing-title' },
+      h('h2', { id: 'billing-title' }, 'Credits'),
+      balanceEl,
+      spendEl,
+      manages ? [capForm, capMsg.el] : capReadOnly,
+      billingMsg.el,
+      ledgerEl,
+      h('div', { class: 'row' }, ledgerCount, moreLedger),
     ),
-    h('section', { class: 'panel', 'aria-labelledby': 'billing-title' }, h('h2', { id: 'billing-title' }, 'Credits'), balanceEl, billingMsg.el, ledgerEl, h('div', { class: 'row' }, ledgerCount, moreLedger)),
     h('section', { class: 'panel', 'aria-labelledby': 'pipelines-title' }, h('h2', { id: 'pipelines-title' }, 'Pipelines'), pipelinesMsg.el, pipelinesEl),
-  );
-  loadTokens();
+  ]);
+  if (manages) loadTokens();
   loadBilling();
   loadPipelines();
 }

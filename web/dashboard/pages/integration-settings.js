@@ -1,0 +1,93 @@
+// The settings form of one integration (PATCH /api/integrations/:id): name, agent, and by
+// type the helpdesk's address, region, API token (write-only), handoff group, or the webchat's
+// allowed origins. Only what changed is sent: a new address or region makes the API ask the
+// helpdesk again, and it wants the token with it.
+import { api, seg } from '../api.js';
+import { busy, checkbox, field, fieldErrors, h, messages, select } from '../dom.js';
+
+export const ORIGINS_HINT = 'The pages that may open the chat, one per line, e.g. https://shop.example.com. Empty: any page.';
+export const GROUP_HINT = 'The helpdesk operator group a conversation handed to a person is transferred to. Empty: no transfer.';
+
+/** Non-empty lines (or comma-separated items) of a text area. */
+export const linesOf = (text) => text.split(/[\n,]+/).map((l) => l.trim()).filter(Boolean);
+
+const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
+  const isHelpdesk = it.type === 'helpdesk';
+  const name = h('input', { type: 'text', name: 'name', required: true, maxlength: '200', value: it.name, dataset: { focus: `settings-name-${it.id}` } });
+  const agent = h('select', { name: 'agentId' }, agents.map((a) => h('option', { value: String(a.id) }, a.name)));
+  if (it.agentId === null || !agents.some((a) => a.id === it.agentId)) agent.prepend(h('option', { value: '' }, it.agentId ? `#${it.agentId}` : 'None'));
+  agent.value = it.agentId && agents.some((a) => a.id === it.agentId) ? String(it.agentId) : '';
+
+  const apiUrl = h('input', { type: 'url', name: 'apiUrl', spellcheck: 'false', maxlength: '2000', value: it.apiUrl ?? '', placeholder: 'https://api.chat2desk.com' });
+  const regionOptions = [{ value: 'global', label: 'Global' }, { value: 'europe', label: 'Europe' }];
+  const region = select(it.region ? regionOptions : [{ value: '', label: 'Not set' }, ...regionOptions], { name: 'region' });
+  region.value = it.region ?? '';
+  const apiToken = h('input', { type: 'password', name: 'apiToken', autocomplete: 'off', spellcheck: 'false', maxlength: '4096' });
+  const forgetToken = checkbox('Remove the stored token', { name: 'removeApiToken' });
+  forgetToken.el.hidden = !it.hasApiToken;
+  forgetToken.input.addEventListener('change', () => {
+    apiToken.disabled = forgetToken.input.checked;
+    if (apiToken.disabled) apiToken.value = '';
+  });
+  const handoffGroup = h('input', { type: 'number', name: 'handoffGroupId', min: '1', step: '1', inputmode: 'numeric', value: it.handoffGroupId == null ? '' : String(it.handoffGroupId) });
+  const origins = h('textarea', { name: 'allowedOrigins', rows: 3, spellcheck: 'false', placeholder: 'https://shop.example.com', dataset: { expects: 'web addresses such as https://shop.example.com: the scheme and the host, no path' } });
+  origins.value = (it.allowedOrigins ?? []).join('\n');
+
+  const save = h('button', { type: 'submit', class: 'primary' }, 'Save settings');
+  const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  cancel.addEventListener('click', onCancel);
+  const msg = messages();
+  const errors = fieldErrors();
+  const form = h(
+    'form',
+    { method: 'post', class: 'settings-form', 'aria-label': `Settings of ${it.name}`, novalidate: true },
+    h('div', { class: 'grid-2' }, field('Name', name), field('Agent', agent, 'The AI agent that answers this channel.')),
+    isHelpdesk
+      ? [
+          h(
+            'div',
+            { class: 'grid-2' },
+            field('API URL', apiUrl, 'The helpdesk instance. Changing it (or the region) needs the API token again.'),
+            field('Region', region, 'Global or Europe instance; an API URL typed above wins.'),
+            field('API token', apiToken, it.hasApiToken ? 'A token is stored (hidden). Leave empty to keep it.' : 'No token stored: replies cannot be sent. Stored encrypted, never shown again.'),
+            field('Handoff group ID', handoffGroup, GROUP_HINT),
+          ),
+          forgetToken.el,
+        ]
+      : field('Allowed origins', origins, ORIGINS_HINT),
+    h('div', { class: 'actions' }, save, cancel),
+    msg.el,
+  );
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    errors.clear();
+    const body = {};
+    if (name.value.trim() !== it.name) body.name = name.value.trim();
+    if (agent.value && Number(agent.value) !== it.agentId) body.agentId = Number(agent.value);
+    if (isHelpdesk) {
+      const url = apiUrl.value.trim() || null;
+      if (url !== (it.apiUrl ?? null)) body.apiUrl = url;
+      if (region.value && region.value !== it.region) body.region = region.value;
+      if (forgetToken.input.checked) body.apiToken = null;
+      else if (apiToken.value.trim()) body.apiToken = apiToken.value.trim();
+      const group = handoffGroup.value.trim() === '' ? null : Number(handoffGroup.value);
+      if (group !== (it.handoffGroupId ?? null)) body.handoffGroupId = group;
+    } else if (!same(linesOf(origins.value), it.allowedOrigins ?? [])) body.allowedOrigins = linesOf(origins.value);
+    if (!Object.keys(body).length) {
+      msg.ok('Nothing changed.');
+      return;
+    }
+    try {
+      const { integration } = await busy(save, () => api('PATCH', `/api/integrations/${seg(it.id)}`, body, { signal }));
+      onSaved(integration);
+    } catch (err) {
+      apiToken.value = '';
+      if (err.name === 'AbortError') return;
+      errors.report(msg, err, { name, agentId: agent, apiUrl, region, apiToken, handoffGroupId: handoffGroup, allowedOrigins: origins });
+    }
+  });
+  return form;
+}
