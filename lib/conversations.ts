@@ -21,7 +21,7 @@ export interface ConversationView {
   updatedAt: string;
   lastMessageAt: string | null;
   closedAt: string | null;
-  /** The last message the customer sees (its first 200 characters), null before any. */
+  /** The last message of the customer or of whoever answered them (its first 200 characters; not a note, a system record or the bot's handoff notice), null before any. */
   lastMessage: LastMessageView | null;
   /** The teammate who has it, null when unassigned. */
   assigneeId: string | null;

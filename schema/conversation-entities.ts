@@ -46,7 +46,7 @@ export interface Conversation {
   customerMessages: number;
   createdAt: Date;
   updatedAt: Date;
-  /** When the last message the customer sees was written. */
+  /** When the last message of the customer or of whoever answered them was written (the one lastMessageRole and lastMessageText hold). */
   lastMessageAt: Date | null;
   closedAt: Date | null;
 }

@@ -6,7 +6,7 @@
  * columns (schema/rows.ts), are sent as they are. Rows read back as JSON (from a
  * data-modifying CTE) get their timestamps turned into Dates by `fromJson`.
  */
-/** `uuid` and `text[]`: columns the worker reads but never writes from JSON (a JSON array is not a `text[]` literal). */
+/** `text[]`: a column the worker reads but never writes from JSON (a JSON array is not a `text[]` literal); `uuid` columns take a JSON string. */
 export type SqlType = 'int' | 'bigint' | 'text' | 'uuid' | 'text[]' | 'jsonb' | 'real' | 'boolean' | 'timestamptz';
 
 export class Table<C extends string> {

@@ -11,9 +11,9 @@ import { CompanySchema, UserInvitationSchema, UserSchema, type Company, type Use
  * token shown once (in the answer that creates it, inside a link), stored as its SHA-256 like
  * refresh tokens, good for 7 days and once. No mail is sent: whoever invites passes the link on.
  */
-export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
-export const newInvitationToken = (): string => 'inv_' + randomBytes(32).toString('base64url');
+const newInvitationToken = (): string => 'inv_' + randomBytes(32).toString('base64url');
 
 /** The dashboard's page that accepts it (the token is base64url: nothing to escape). */
 export const invitationUrl = (publicBaseUrl: string, token: string): string => `${publicBaseUrl}/#/accept?token=${token}`;

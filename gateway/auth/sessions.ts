@@ -89,7 +89,7 @@ export class Sessions {
   /**
    * Of these sessions, the ones still live: not revoked (logout, reuse), not expired, and
    * still there (removing a user removes their sessions). For streams that re-check the
-   * session they were opened with (its user and company were checked then, by isLive).
+   * session they were opened with (its user and company were checked then, by roleOfLive).
    */
   async liveOf(sessionIds: readonly string[]): Promise<Set<string>> {
     const ids = sessionIds.filter((id) => UUID.test(id));
@@ -117,10 +117,5 @@ export class Sessions {
       [claims.sessionId, claims.userId, claims.companyId, new Date(this.#now())],
     );
     return rows[0]?.role ?? null;
-  }
-
-  /** Ends every session of a user at once (the user is removed, or their password is reset). */
-  async revokeAllOf(userId: string, reason: string): Promise<void> {
-    await this.#orm.em.fork().nativeUpdate(AuthSessionSchema, { userId, revokedAt: null }, { revokedAt: new Date(this.#now()), revokedReason: reason });
   }
 }

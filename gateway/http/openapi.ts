@@ -3,7 +3,6 @@ import { AppError, ERRORS, type ErrorCode } from '../../lib/errors.js';
 import { errorBody } from '../../lib/error-response.js';
 import { ERROR_SCHEMA } from './errors.js';
 import type { Access, MountedRouteDoc, ResponseDoc } from './route-docs.js';
-import type { JsonSchema } from './schemas.js';
 
 /**
  * The OpenAPI 3.1 document of the app, built once at start from the route docs registered

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../../lib/errors.js';
+import type { UserRole } from '../../schema/entities.js';
 import type { JsonSchema } from './schemas.js';
 
 /**
@@ -14,11 +15,11 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type Access = 'public' | 'any' | 'session' | 'metrics';
 
 /**
- * The least role a protected route needs (contract.md § A team works the conversations):
- * `operator` (every user: conversations, leads, canned replies), `admin` (the company's setup;
- * company API tokens act as admin) or `owner`. Below it: 403 FORBIDDEN.
+ * The least role a protected route needs, one of a user's (contract.md § A team works the
+ * conversations): `operator` (every user: conversations, leads, canned replies), `admin` (the
+ * company's setup; company API tokens act as admin) or `owner`. Below it: 403 FORBIDDEN.
  */
-export type Role = 'operator' | 'admin' | 'owner';
+export type Role = UserRole;
 export const ROLE_RANK: Readonly<Record<Role, number>> = { operator: 0, admin: 1, owner: 2 };
 
 export interface ParamDoc {

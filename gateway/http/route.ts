@@ -124,12 +124,15 @@ export interface MountOptions {
   role?: Role;
 }
 
-/** The middleware that refuses a caller whose role is below `role` (403 FORBIDDEN); the authentication guard ran first. */
+/** 403 FORBIDDEN when the caller's role `held` is below `needed`; `what` is what they tried, for the message. */
+export function assertRole(held: Role | undefined, needed: Role, what = 'This'): void {
+  if (!held || ROLE_RANK[held] < ROLE_RANK[needed]) throw new AppError('FORBIDDEN', `${what} needs the ${needed} role or above; you are ${held ?? 'unknown'}.`);
+}
+
+/** The middleware that refuses a caller whose role is below `role`; the authentication guard ran first. */
 function roleGuard(role: Role): RequestHandler {
-  const needed = ROLE_RANK[role];
   return (req, _res, next) => {
-    const held = req.principal?.role;
-    if (!held || ROLE_RANK[held] < needed) throw new AppError('FORBIDDEN', `This needs the ${role} role or above; you are ${held ?? 'unknown'}.`);
+    assertRole(req.principal?.role, role);
     next();
   };
 }

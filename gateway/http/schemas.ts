@@ -59,8 +59,8 @@ export const SOURCE = object({ documentId: ID, chunkId: BIG_ID, title: STRING },
 
 /** An XState state value: a state name, or an object of nested ones (`{"active":"idle"}`). */
 export const STATE_VALUE = { type: ['string', 'object'], description: 'An XState state value: "closed", or {"active":"idle"}.' };
-/** The last message of a conversation that the customer sees: its role, its first 200 characters, when. */
-export const LAST_MESSAGE = object(
+/** The last message of the customer or of whoever answered them (not a note, a system record or the bot's handoff notice): its role, its first 200 characters, when. */
+const LAST_MESSAGE = object(
   { role: { type: 'string', enum: ['customer', 'agent', 'operator'] }, text: { type: 'string', maxLength: 200 }, at: TIMESTAMP },
   { title: 'LastMessage' },
 );

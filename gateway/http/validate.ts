@@ -15,6 +15,15 @@ const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: tru
 // accepts any number, but 1e-46 would round to zero there, and PostgreSQL refuses that with an error.
 ajv.addFormat('float', { type: 'number', validate: (n: number) => n === 0 || (Math.abs(n) >= FLOAT_MIN && Math.abs(n) <= FLOAT_MAX) });
 
+/** A UUID as PostgreSQL's `uuid` reads it from text (any case). */
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// `format: uuid` is what a uuid column takes: ajv-formats also accepts a `urn:uuid:` prefix, which
+// PostgreSQL refuses (a 500 at the statement instead of a 400 naming the field).
+ajv.addFormat('uuid', UUID_TEXT);
+
+/** Whether a path or query value is a UUID (a user id): anything else names no row. */
+export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID_TEXT.test(value);
+
 function fieldOf(e: ErrorObject): string {
   const path = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
   if (e.keyword === 'required') return [path, (e.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');

@@ -7,6 +7,7 @@ import { withinQuota } from '../../lib/quotas.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
+import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
@@ -174,8 +175,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
       responses: { 204: { description: 'Deleted.' } },
       errors: { NOT_FOUND: 'no such agent' },
       handler: async ({ req, res }) => {
-        const n = await req.tenant!.em.nativeDelete(AgentSchema, { id: idParam(req.params.id, 'Agent') });
-        if (n === 0) throw notFound('Agent');
+        await deleteById(req.tenant!, AgentSchema, req.params.id, 'Agent');
         res.status(204).end();
       },
     }),

@@ -4,6 +4,7 @@ import { AppError, notFound } from '../../lib/errors.js';
 import { pgErrorKind } from '../../lib/pg-errors.js';
 import { withinQuota } from '../../lib/quotas.js';
 import { CannedReplySchema, type CannedReply } from '../../schema/entities.js';
+import { deleteById } from '../http/delete-by-id.js';
 import { examplePage, PAGE_PARAMS, pageOf, pageParams, type Page } from '../http/pagination.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { EXAMPLE_TIME, ID, object, STRING, TIMESTAMP } from '../http/schemas.js';
@@ -123,8 +124,7 @@ export function cannedReplyRoutes(quotas: Pick<Quotas, 'cannedReplies'>): readon
       responses: { 204: { description: 'Deleted.' } },
       errors: { NOT_FOUND: 'no such canned reply' },
       handler: async ({ req, res }) => {
-        const n = await req.tenant!.em.nativeDelete(CannedReplySchema, { id: idParam(req.params.id, 'Canned reply') });
-        if (n === 0) throw notFound('Canned reply');
+        await deleteById(req.tenant!, CannedReplySchema, req.params.id, 'Canned reply');
         res.status(204).end();
       },
     }),

@@ -5,7 +5,7 @@ import { PAGE_PARAMS, pageParams, type Page } from '../http/pagination.js';
 import type { ParamDoc } from '../http/route-docs.js';
 import type { QueryParams } from '../http/route.js';
 import { arrayOf, BIG_ID, CONVERSATION, COUNT, DATE_OR_TIME, EXAMPLE_CONVERSATION, EXAMPLE_TIME, ID, nullable, object, SOURCE, STATE_VALUE, STRING, TIMESTAMP, UUID, type JsonSchema } from '../http/schemas.js';
-import { bodyValidator, idFilter, idPathParam, invalidFields } from '../http/validate.js';
+import { bodyValidator, idFilter, idPathParam, invalidFields, isUuid } from '../http/validate.js';
 import { EXAMPLE_USER_ID } from './auth.js';
 
 /**
@@ -102,7 +102,7 @@ export const transitionView = (t: ConversationTransition) => ({
 
 /** A user as a conversation shows them. */
 const TEAMMATE = object({ id: UUID, displayName: nullable(STRING) }, { title: 'Teammate' });
-export const EXAMPLE_TEAMMATE = { id: EXAMPLE_USER_ID, displayName: 'Ann' };
+const EXAMPLE_TEAMMATE = { id: EXAMPLE_USER_ID, displayName: 'Ann' };
 
 /** A conversation as the inbox lists it (GET /api/conversations, GET /api/conversations/{id}). */
 export const CONVERSATION_ITEM = object(
@@ -166,7 +166,6 @@ const LIST_FILTERS: readonly ParamDoc[] = [
 ];
 export const QUEUE = 'no worker applied the command within 10 s, or NATS could not take it';
 
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The filters of the list as asked: `assignee=me` is resolved by the route (it needs the caller). */
 export type ListFilters = Omit<ConversationFilters, 'assignee'> & { assignee?: 'me' | 'none' | { userId: string } };
 
@@ -189,7 +188,7 @@ export const LIST_QUERY: QueryParams<{ where: ListFilters; page: Page }> = {
     }
     if (assignee !== undefined) {
       if (assignee === 'me' || assignee === 'none') where.assignee = assignee;
-      else if (typeof assignee === 'string' && UUID_TEXT.test(assignee)) where.assignee = { userId: assignee.toLowerCase() };
+      else if (isUuid(assignee)) where.assignee = { userId: assignee.toLowerCase() };
       else details.push({ field: 'assignee', message: 'must be me, none or a user id' });
     }
     if (needsHuman !== undefined) {

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Config } from '../../lib/config.js';
-import { conversationView, messageView, noticesOf, type MessageView } from '../../lib/conversations.js';
+import { conversationView, messageView, noticesOf, type ConversationView, type MessageView } from '../../lib/conversations.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
@@ -8,7 +8,7 @@ import type { NatsConnection } from '../../lib/nats.js';
 import { streamNames } from '../../lib/streams.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { conversationMachineDefinition } from '../../machines/conversation.js';
-import { ConversationMessageSchema, ConversationSchema, ConversationTransitionSchema, type Conversation, type ConversationMessage } from '../../schema/conversation-entities.js';
+import { ConversationMessageSchema, ConversationSchema, ConversationTransitionSchema, type Conversation } from '../../schema/conversation-entities.js';
 import type { OperatorCommand } from '../../schema/envelope.js';
 import { UserSchema } from '../../schema/entities.js';
 import { ConversationFeed } from '../conversations/conversation-feed.js';
@@ -74,11 +74,17 @@ async function load(tenant: TenantScope, rawId: unknown): Promise<Conversation> 
 }
 
 /** Messages as the API shows them: each with its author's display name (one look-up for the page). */
-async function withAuthors(tenant: TenantScope, rows: ConversationMessage[]): Promise<(MessageView & { author: { id: string; displayName: string | null } | null })[]> {
-  const ids = [...new Set(rows.flatMap((m) => (m.authorId ? [m.authorId] : [])))];
+async function withAuthors(tenant: TenantScope, messages: MessageView[]): Promise<(MessageView & { author: { id: string; displayName: string | null } | null })[]> {
+  const ids = [...new Set(messages.flatMap((m) => (m.authorId ? [m.authorId] : [])))];
   const users = ids.length ? await tenant.em.find(UserSchema, { id: { $in: ids }, companyId: tenant.companyId }, { fields: ['id', 'displayName'] }) : [];
   const names = new Map(users.map((u) => [u.id, u.displayName]));
-  return rows.map((m) => ({ ...messageView(m), author: m.authorId && names.has(m.authorId) ? { id: m.authorId, displayName: names.get(m.authorId) ?? null } : null }));
+  return messages.map((m) => ({ ...m, author: m.authorId && names.has(m.authorId) ? { id: m.authorId, displayName: names.get(m.authorId) ?? null } : null }));
+}
+
+/** Answers `{"conversation": …}`; null is a conversation the company does not have (404). */
+function sendConversation(res: Response, conversation: ConversationView | null): void {
+  if (!conversation) throw notFound('Conversation');
+  res.json({ conversation });
 }
 
 export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[] {
@@ -93,7 +99,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
   /** Publishes an operator command and answers with the conversation once the worker applied it. */
   const command = async (req: Request, res: Response, cmd: OperatorCommand): Promise<void> => {
     const tenant = req.tenant!;
-    res.json({ conversation: await commands.apply(tenant, await load(tenant, req.params.id), cmd) });
+    sendConversation(res, await commands.apply(tenant, await load(tenant, req.params.id), cmd));
   };
 
   return [
@@ -169,9 +175,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       responses: { 200: { description: 'The conversation.', ...ONE_CONVERSATION_ITEM } },
       errors: { NOT_FOUND: 'no such conversation' },
       handler: async ({ req, res }) => {
-        const item = await inbox.one(req.tenant!.companyId, by(req), idParam(req.params.id, 'Conversation'));
-        if (!item) throw notFound('Conversation');
-        res.json({ conversation: item });
+        sendConversation(res, await inbox.one(req.tenant!.companyId, by(req), idParam(req.params.id, 'Conversation')));
       },
     }),
     defineRoute({
@@ -200,7 +204,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       handler: async ({ req, res, loaded: conv, query: page }) => {
         const tenant = req.tenant!;
         const [rows, total] = await tenant.em.findAndCount(ConversationMessageSchema, { conversationId: conv.id }, { orderBy: { seq: 'asc' }, ...page });
-        res.json({ messages: await withAuthors(tenant, rows), total, ...page });
+        res.json({ messages: await withAuthors(tenant, rows.map(messageView)), total, ...page });
       },
     }),
     defineRoute({
@@ -241,7 +245,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
         const done = await commands.run(tenant, conv, { action: 'reply', text: body.text, by: user });
         // Take-over: whoever answers an unassigned conversation has it from now on.
         const taken = user && done.outcome === 'applied' && done.conversation.assigneeId === null ? await team.takeOver(tenant.companyId, conv.id, user) : null;
-        res.json({ conversation: taken ?? done.conversation });
+        sendConversation(res, taken ?? done.conversation);
       },
     }),
     defineRoute({
@@ -256,11 +260,10 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
         const tenant = req.tenant!;
         const done = await commands.run(tenant, conv, { action: 'note', text: body.text, by: by(req) });
         if (done.outcome === 'ignored') throw new AppError('CONFLICT', 'The conversation is closed.');
-        // The worker's notice names the stored note; the answer is the row.
-        const stored = done.messages.find((m) => m.kind === 'note');
-        const row = stored ? await tenant.em.findOne(ConversationMessageSchema, { id: String(stored.id), conversationId: conv.id }) : null;
-        if (!row) throw new Error(`conversation ${conv.id}: the note was applied but its row is not found`);
-        const [message] = await withAuthors(tenant, [row]);
+        // The worker's notice carries the note as it was stored (the same commit).
+        const note = done.messages.find((m) => m.kind === 'note');
+        if (!note) throw new Error(`conversation ${conv.id}: the note was applied but its notice carries no note`);
+        const [message] = await withAuthors(tenant, [note]);
         res.status(201).json({ message });
       },
     }),
@@ -274,9 +277,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       errors: { NOT_FOUND: 'no such conversation', VALIDATION_ERROR: 'not a list of at most 20 labels of 1–40 characters without commas' },
       load: loadConversation,
       handler: async ({ req, res, loaded: conv, body }) => {
-        const view = await team.setLabels(req.tenant!.companyId, conv.id, body.labels);
-        if (!view) throw notFound('Conversation');
-        res.json({ conversation: view });
+        sendConversation(res, await team.setLabels(req.tenant!.companyId, conv.id, body.labels));
       },
     }),
     defineRoute({
@@ -286,9 +287,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
       responses: { 204: { description: 'Read (the caller\'s event streams get its update).' } },
       errors: { NOT_FOUND: 'no such conversation' },
       handler: async ({ req, res }) => {
-        const principal = req.principal!;
-        if (principal.kind !== 'session') throw new AppError('UNAUTHORIZED');
-        if (!(await team.markRead(principal.companyId, idParam(req.params.id, 'Conversation'), principal.userId))) throw notFound('Conversation');
+        // A session (the route's access): a user, whose read it is.
+        if (!(await team.markRead(req.tenant!.companyId, idParam(req.params.id, 'Conversation'), by(req)!))) throw notFound('Conversation');
         res.status(204).end();
       },
     }),

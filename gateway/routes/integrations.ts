@@ -8,6 +8,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { withinQuota } from '../../lib/quotas.js';
 import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
+import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
@@ -226,10 +227,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
       responses: { 204: { description: 'Deleted.' } },
       errors: { NOT_FOUND: NO_INTEGRATION },
       handler: async ({ req, res }) => {
-        const id = idParam(req.params.id, 'Integration');
-        const n = await req.tenant!.em.nativeDelete(IntegrationSchema, { id });
-        if (n === 0) throw notFound('Integration');
-        cache.announce(id);
+        cache.announce(await deleteById(req.tenant!, IntegrationSchema, req.params.id, 'Integration'));
         res.status(204).end();
       },
     }),

@@ -10,6 +10,7 @@ import { PerKeyLimit } from '../../lib/per-key-limit.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { storable } from '../../lib/text.js';
 import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type KnowledgeDocument } from '../../schema/entities.js';
+import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, DEFAULT_LIST_LIMIT, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, nullable, object, STRING } from '../http/schemas.js';
@@ -144,8 +145,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       responses: { 204: { description: 'Deleted.' } },
       errors: { NOT_FOUND: NO_BASE },
       handler: async ({ req, res }) => {
-        const n = await req.tenant!.em.nativeDelete(KnowledgeBaseSchema, { id: idParam(req.params.id, 'Knowledge base') });
-        if (n === 0) throw notFound('Knowledge base');
+        await deleteById(req.tenant!, KnowledgeBaseSchema, req.params.id, 'Knowledge base');
         res.status(204).end();
       },
     }),

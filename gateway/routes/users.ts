@@ -6,11 +6,12 @@ import { UserInvitationSchema, UserSchema, type User, type UserRole } from '../.
 import type { Principal } from '../auth/authenticate.js';
 import { createInvitation, invitationUrl, normaliseEmail } from '../auth/invitations.js';
 import type { TeamColumns } from '../conversations/team-columns.js';
+import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
-import { ROLE_RANK, type ParamDoc, type Role } from '../http/route-docs.js';
-import { defineRoute, type Route } from '../http/route.js';
+import type { ParamDoc } from '../http/route-docs.js';
+import { assertRole, defineRoute, type Route } from '../http/route.js';
 import { object, UUID } from '../http/schemas.js';
-import { idParam, idPathParam } from '../http/validate.js';
+import { idPathParam, isUuid } from '../http/validate.js';
 import {
   EXAMPLE_INVITATION,
   EXAMPLE_INVITATION_TOKEN,
@@ -44,7 +45,6 @@ export interface UserRouteDeps {
  */
 const TEAM_LOCK = 19_003;
 
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const USER_ID: ParamDoc = { name: 'id', in: 'path', description: "The user's id.", schema: UUID, example: EXAMPLE_TEAM_USER.id };
 const INVITATION_ID = idPathParam('invitation');
 const ONE_USER = { schema: object({ user: USER }), example: { user: EXAMPLE_TEAM_USER } };
@@ -52,12 +52,8 @@ const LAST_OWNER = 'The company must keep an owner: make another user an owner f
 
 /** A user id of the path: anything but a UUID names no user (404). */
 function userIdParam(value: unknown): string {
-  if (typeof value === 'string' && UUID_TEXT.test(value)) return value.toLowerCase();
+  if (isUuid(value)) return value.toLowerCase();
   throw notFound('User');
-}
-
-function need(p: Principal, role: Role, what: string): void {
-  if (ROLE_RANK[p.role] < ROLE_RANK[role]) throw new AppError('FORBIDDEN', `${what} needs the ${role} role or above; you are ${p.role}.`);
 }
 
 /**
@@ -121,8 +117,8 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
         const user = await underTeamLock(req, id, async (em, user, p) => {
           const self = p.kind === 'session' && p.userId === user.id;
           const newRole: UserRole | undefined = body.role !== undefined && body.role !== user.role ? body.role : undefined;
-          if (!self || newRole) need(p, 'admin', self ? 'Changing a role' : 'Changing another user');
-          if ((user.role === 'owner' && !self) || newRole === 'owner' || (newRole && user.role === 'owner')) need(p, 'owner', 'Making, unmaking or changing an owner');
+          if (!self || newRole) assertRole(p.role, 'admin', self ? 'Changing a role' : 'Changing another user');
+          if ((user.role === 'owner' && !self) || newRole === 'owner' || (newRole && user.role === 'owner')) assertRole(p.role, 'owner', 'Making, unmaking or changing an owner');
           if (newRole) await assertNotLastOwner(em, user);
           if (newRole) user.role = newRole;
           if (body.displayName !== undefined) user.displayName = trimmedName(body.displayName);
@@ -142,7 +138,7 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
       load: (req) => userIdParam(req.params.id),
       handler: async ({ req, res, loaded: id }) => {
         await underTeamLock(req, id, async (em, user, p) => {
-          if (user.role === 'owner') need(p, 'owner', 'Removing an owner');
+          if (user.role === 'owner') assertRole(p.role, 'owner', 'Removing an owner');
           await assertNotLastOwner(em, user);
           await team.unassignAllOf(user.companyId, user.id);
           // Their sessions go with them (auth_sessions cascade): the next request of any of them
@@ -172,7 +168,7 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
       },
       handler: async ({ req, res, body }) => {
         const p = req.principal!;
-        if (body.role === 'owner') need(p, 'owner', 'Inviting an owner');
+        if (body.role === 'owner') assertRole(p.role, 'owner', 'Inviting an owner');
         const { em, companyId } = req.tenant!;
         const { invitation, token } = await createInvitation(em, {
           companyId, email: normaliseEmail(body.email), role: body.role, displayName: trimmedName(body.displayName),
@@ -200,9 +196,7 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
       responses: { 204: { description: 'Revoked.' } },
       errors: { NOT_FOUND: 'no such invitation, or one already accepted' },
       handler: async ({ req, res }) => {
-        const id = idParam(req.params.id, 'Invitation');
-        const n = await req.tenant!.em.nativeDelete(UserInvitationSchema, { id, acceptedAt: null });
-        if (n === 0) throw notFound('Invitation');
+        await deleteById(req.tenant!, UserInvitationSchema, req.params.id, 'Invitation', { acceptedAt: null });
         res.status(204).end();
       },
     }),

@@ -5,12 +5,14 @@ import { Migration } from '@mikro-orm/migrations';
  * - `users.role` (`owner`: who registered, every user until now; `admin`; `operator`) and
  *   `display_name`; `user_invitations`, their tokens stored as hashes.
  * - `conversations`: the assignee and labels (written by the API), and what the inbox shows of
- *   the last message of the customer or of whoever answered them (not notes, transfer records
- *   or the bot's handoff notices) and how many the customer wrote (written by the worker
- *   in the update it already makes per step: no statement and no index more on the message
- *   path). `last_message_at` now follows those messages, replies included.
+ *   the last message of the customer or of whoever answered them (not notes, transfer records,
+ *   cancelled replies or the bot's handoff notices) and how many the customer wrote (written by
+ *   the worker in the update it already makes per step: no statement more on the message
+ *   path). `last_message_at` now follows those messages, replies included. The assignee's and
+ *   the labels' indexes are partial: the conversations the bot works alone pay nothing for them.
  * - `conversation_messages.author_id`: the teammate who wrote an operator reply or note;
- *   `kind` `note` (never sent). A full-text index over message texts serves `q=`.
+ *   `kind` `note` (never sent). A full-text index over message texts serves `q=` (kept up at
+ *   each message stored).
  * - `conversation_reads`: how many customer messages a user had seen when they last read a
  *   conversation (`unread` is the difference).
  * - `canned_replies`; `leads` get name, email and phone.
@@ -51,7 +53,7 @@ export class Migration0021Team extends Migration {
         last_message_role = m.role, last_message_text = left(m.text, 200), last_message_at = m.created_at
       from (
         select distinct on (conversation_id) conversation_id, role, text, created_at from conversation_messages
-        where role <> 'system' and kind <> 'handoff_notice' order by conversation_id, seq desc
+        where role <> 'system' and kind <> 'handoff_notice' and delivery is distinct from 'cancelled' order by conversation_id, seq desc
       ) m where m.conversation_id = c.id;
       update conversations c set customer_messages = n.count
       from (select conversation_id, count(*) from conversation_messages where role = 'customer' group by conversation_id) n

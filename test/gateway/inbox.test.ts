@@ -2,6 +2,7 @@ import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
+import { readEvents } from '../support/sse.js';
 import { join, login } from '../support/team.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, untilIdle, waitForPartitions } from '../support/worker.js';
 
@@ -60,27 +61,7 @@ async function openEvents(token: string): Promise<Sse> {
   const res = await fetch(`${svc.url}/api/conversations/events`, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
   t.equal(res.status, 200, 'the events stream opens');
   const events: Sse['events'] = [];
-  void (async () => {
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += value;
-        let cut;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event && data !== undefined) events.push({ event, data: JSON.parse(data), at: Date.now() });
-        }
-      }
-    } catch {
-      /* closed by the test */
-    }
-  })();
+  void readEvents(res.body!, (e) => events.push({ ...e, at: Date.now() }));
   const next: Sse['next'] = async (match, from = 0) => {
     const deadline = Date.now() + 5_000;
     for (;;) {
@@ -208,7 +189,8 @@ t.test('assignment and the inbox filters', async (t) => {
   t.equal(assigned.body.conversation.assigneeId, alice.userId);
   t.match(await item(parcelId), { assigneeId: alice.userId, assignee: { id: alice.userId, displayName: null } });
 
-  for (const [assigneeId, what] of [[bob.userId, 'a user of another company'], ['00000000-0000-4000-8000-000000000000', 'nobody'], ['olga', 'not an id'], [7, 'a number']] as const) {
+  const urn = `urn:uuid:${olga.id}`;
+  for (const [assigneeId, what] of [[bob.userId, 'a user of another company'], ['00000000-0000-4000-8000-000000000000', 'nobody'], ['olga', 'not an id'], [urn, 'a URN (no uuid for PostgreSQL)'], [7, 'a number']] as const) {
     const bad = await api('PATCH', `/api/conversations/${parcelId}`, { token: alice.token, body: { assigneeId } });
     t.equal(bad.status, 400, what);
     t.match(bad.body.error, { code: 'VALIDATION_ERROR', details: [{ field: 'assigneeId' }] }, `${what}: names assigneeId`);

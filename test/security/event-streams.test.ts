@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService, type ApiClient } from '../support/service.js';
+import { readEvents, type SseEvent } from '../support/sse.js';
 import { startPeerGateway } from '../support/webhooks.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 
@@ -46,11 +47,6 @@ async function companyWithConversation(name: string): Promise<{ user: User; inte
   return { user, integration, conversationId: row!.id };
 }
 
-interface SseEvent {
-  event: string;
-  data: any;
-}
-
 interface Stream {
   status: number;
   headers: Headers;
@@ -85,26 +81,8 @@ async function openStream(baseUrl: string, token: string, conversationId: number
     return stream;
   }
   stream.ended = (async () => {
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += value;
-        let cut;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event && data !== undefined) stream.events.push({ event, data: JSON.parse(data) });
-        }
-      }
-    } catch {
-      // The client hung up itself (close()): that is not the server ending it.
-      return new Promise<number>(() => {});
-    }
+    // The client hung up itself (close()): that is not the server ending it.
+    if (!(await readEvents(res.body!, (e) => stream.events.push(e)))) return new Promise<number>(() => {});
     stream.endedAt = Date.now();
     return stream.endedAt;
   })();

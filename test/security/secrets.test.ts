@@ -15,7 +15,7 @@ import { apiClient, TEST_NATS_URL, type ApiResponse } from '../support/service.j
 import { FAST_WORKER_OPTIONS, eventually, sql } from '../support/worker.js';
 
 /**
- * Secrets (webhook secrets, helpdesk tokens, model keys, passwords, session and API tokens)
+ * Secrets (webhook secrets, helpdesk tokens, model keys, passwords, session, API and invitation tokens)
  * are sealed at rest and never appear in a log line, nor in a response after the one that
  * created them. A full flow runs with the logger at debug level writing to a captured
  * stream (gateway and worker), then every log line and every response body is searched.
@@ -62,6 +62,7 @@ const call = async (label: string, method: string, path: string, options: Parame
 const password = `pw-${randomBytes(12).toString('hex')}`;
 const modelKey = `sk-${randomBytes(16).toString('hex')}`;
 const email = `secret-${randomBytes(4).toString('hex')}@example.com`;
+const inviteePassword = `pw-${randomBytes(12).toString('hex')}`;
 
 t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   t.equal((await call('register', 'POST', '/api/auth/register', { body: { email, password, companyName: 'Secret Co' } })).status, 201);
@@ -88,6 +89,14 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   await call('patch integration', 'PATCH', `/api/integrations/${id}`, { token, body: { name: 'Desk 2' } });
   await call('list tokens', 'GET', '/api/api-tokens', { token });
   await call('me', 'GET', '/api/auth/me', { token });
+  // An invitation: its token is in the answer that makes it (and its link), then only used.
+  const invited = await call('invite', 'POST', '/api/users/invitations', { token, body: { email: `invitee-${randomBytes(4).toString('hex')}@example.com`, role: 'operator' } });
+  t.equal(invited.status, 201);
+  const invitation: string = invited.body.invitation.token;
+  await call('list invitations', 'GET', '/api/users/invitations', { token });
+  t.equal((await call('accept', 'POST', '/api/auth/accept-invitation', { body: { token: invitation, password: inviteePassword } })).status, 201);
+  t.equal((await call('accept again', 'POST', '/api/auth/accept-invitation', { body: { token: invitation, password: inviteePassword } })).status, 404);
+  await call('users', 'GET', '/api/users', { token });
 
   // A webhook, answered by the model through the helpdesk.
   const body = JSON.stringify({ message_id: 'm-1', text: 'When do you open?', client_id: 'c-1', channel_id: 'ch', transport: 'telegram' });
@@ -118,14 +127,14 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   const [agentRow] = await sql(orm, 'select model_api_key_sealed from agents where id = ?', [agent.body.agent.id]);
   t.match(agentRow.model_api_key_sealed, /^v1\./, 'the model key is sealed');
   t.notOk(String(agentRow.model_api_key_sealed).includes(modelKey));
-  const dump = JSON.stringify(await sql(orm, `select (select json_agg(u) from users u) u, (select json_agg(a) from api_tokens a) a, (select json_agg(r) from refresh_tokens r) r, (select json_agg(s) from auth_sessions s) s`));
-  for (const [name, plain] of [['password', password], ['api token', apiToken], ['refresh token', refreshToken]] as const) t.notOk(dump.includes(plain), `the ${name} is not stored in clear`);
+  const dump = JSON.stringify(await sql(orm, `select (select json_agg(u) from users u) u, (select json_agg(a) from api_tokens a) a, (select json_agg(r) from refresh_tokens r) r, (select json_agg(s) from auth_sessions s) s, (select json_agg(i) from user_invitations i) i`));
+  for (const [name, plain] of [['password', password], ['api token', apiToken], ['refresh token', refreshToken], ['invitation token', invitation], ["invitee's password", inviteePassword]] as const) t.notOk(dump.includes(plain), `the ${name} is not stored in clear`);
 
   // Logs: nothing, at debug level, from gateway and worker.
   await new Promise((r) => setTimeout(r, 300));
   t.ok(lines.length > 0, `${lines.length} log lines captured`);
   const all = lines.join('');
-  const secrets: Record<string, string> = { password, modelKey, helpdeskToken: stub.token, secret1, secret2, apiToken, refreshToken, access, token };
+  const secrets: Record<string, string> = { password, modelKey, helpdeskToken: stub.token, secret1, secret2, apiToken, refreshToken, access, token, invitation, inviteePassword };
   for (const [name, value] of Object.entries(secrets)) t.notOk(all.includes(value), `no log line holds the ${name}`);
 
   // Responses: the webhook secret only in the create / rotate answers, a token only where it is issued.
@@ -133,6 +142,7 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
     secret1: ['integration'],
     secret2: ['rotate'],
     apiToken: ['api token'],
+    invitation: ['invite'],
     refreshToken: ['login'],
     // Same session and claims within the same second: the refresh may issue the identical JWT.
     access: ['login', 'refresh'],

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import type { Test } from 'tap';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { uniqueEmail, type ApiClient } from './service.js';
@@ -56,6 +57,16 @@ export async function signedInPage(t: Test, browser: Browser, svc: { url: string
   await page.getByRole('navigation', { name: 'Main' }).waitFor();
   const token = (await svc.api('POST', '/api/auth/login', { body: { email, password } })).body.session.access_token as string;
   return { page, problems, email, password, token, companyId: reg.body.company.id as number };
+}
+
+/** DASHBOARD_SCREENSHOTS: a directory (e.g. /tmp/dashboard-shots) the dashboard tests save screenshots into; unset, they take none. */
+const SHOTS = process.env.DASHBOARD_SCREENSHOTS;
+
+/** A full-page screenshot named `name`, when DASHBOARD_SCREENSHOTS asks for them. */
+export async function shot(page: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
 }
 
 /** Follows a link of the main navigation and waits for the page's heading. */

@@ -50,6 +50,15 @@ export function deliver(api: ApiClient, id: number | string, payload: unknown, o
   return api('POST', `/api/webhook/${options.type ?? 'helpdesk'}/${id}`, { rawBody: raw, headers });
 }
 
+let customerMessageNo = 0;
+
+/** A helpdesk customer writes: a signed Chat2Desk `from_client` webhook, as the helpdesk sends it (a new message id each time). */
+export async function customerWrites(api: ApiClient, integration: { id: number; webhookSecret: string }, clientId: string, text: string): Promise<void> {
+  const payload = { hook_type: 'inbox', type: 'from_client', message_id: 6_200_000 + ++customerMessageNo, text, client_id: clientId, channel_id: 12, transport: 'telegram' };
+  const res = await deliver(api, integration.id, payload, { secret: integration.webhookSecret });
+  if (res.status !== 200) throw new Error(`webhook: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
 export interface StoredInbound {
   seq: number;
   subject: string;

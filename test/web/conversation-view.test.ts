@@ -4,22 +4,15 @@
 // replies; it is assigned and labelled; and what happened reads as words, not identifiers.
 // Customers write through signed helpdesk webhooks; a worker answers with a model that
 // repeats the question.
-import { mkdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
-import { launchBrowser, signedInPage } from '../support/browser.js';
+import { launchBrowser, shot, signedInPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { startTestService } from '../support/service.js';
 import { join } from '../support/team.js';
-import { deliver } from '../support/webhooks.js';
-import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle, type TestIntegration } from '../support/worker.js';
-
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory to save screenshots into
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const shot = async (page: Page, name: string) => {
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-};
+import { customerWrites } from '../support/webhooks.js';
+import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle } from '../support/worker.js';
 
 const svc = await startTestService(t, 'web_conversation_view');
 const { api } = svc;
@@ -27,15 +20,6 @@ const helpdesk = await startChat2DeskStub(t);
 await startTestWorker(t, svc);
 const model = await startRepeatingModel(t);
 const browser = await launchBrowser(t);
-
-type Desk = TestIntegration & { webhookSecret: string };
-let messageNo = 0;
-/** A customer writes: a signed Chat2Desk webhook, as the helpdesk sends it. */
-async function write(integration: Desk, clientId: string, text: string): Promise<void> {
-  const payload = { hook_type: 'inbox', type: 'from_client', message_id: 7_300_000 + ++messageNo, text, client_id: clientId, channel_id: 12, transport: 'telegram' };
-  const res = await deliver(api, integration.id, payload, { secret: integration.webhookSecret });
-  if (res.status !== 200) throw new Error(`webhook: ${res.status} ${JSON.stringify(res.body)}`);
-}
 
 async function conversationOf(token: string, clientId: string): Promise<number> {
   return eventually(async () => (await api('GET', `/api/conversations?clientId=${clientId}`, { token })).body.conversations?.[0]?.id as number | undefined, 20_000, `the conversation of ${clientId}`);
@@ -67,7 +51,7 @@ async function atNewest(page: Page, what: string): Promise<void> {
 t.test('opens at the newest message, stays there after a reply and as messages arrive; scrolled up, "New messages ↓"', async (t) => {
   const { page, problems, token, integration } = await company(t, 'Scroll Co', 'Sam Support');
   for (let i = 1; i <= 10; i++) {
-    await write(integration, 'lena', `Question number ${i}: the parcel I ordered last week has not arrived and the tracking page shows nothing at all.`);
+    await customerWrites(api, integration, 'lena', `Question number ${i}: the parcel I ordered last week has not arrived and the tracking page shows nothing at all.`);
     await untilIdle(svc);
   }
   const id = await conversationOf(token, 'lena');
@@ -89,7 +73,7 @@ t.test('opens at the newest message, stays there after a reply and as messages a
   await page.getByRole('cell', { name: 'Paused by you' }).first().waitFor();
   t.match(await page.locator('.msg.from-operator').last().locator('.msg-role').textContent(), 'Sam Support', 'a reply shows who wrote it');
 
-  await write(integration, 'lena', 'Thank you, I will wait here.');
+  await customerWrites(api, integration, 'lena', 'Thank you, I will wait here.');
   await page.getByText('Thank you, I will wait here.', { exact: true }).waitFor();
   await atNewest(page, 'after a customer message');
   t.pass('it follows a message that arrives');
@@ -98,7 +82,7 @@ t.test('opens at the newest message, stays there after a reply and as messages a
   // Reading older messages: a new one does not pull the pane down; a button offers it.
   await pane(page).evaluate((el) => (el.scrollTop = 0));
   await new Promise((r) => setTimeout(r, 150));
-  await write(integration, 'lena', 'Still there?');
+  await customerWrites(api, integration, 'lena', 'Still there?');
   await page.getByRole('button', { name: 'New messages ↓' }).waitFor();
   t.ok((await pane(page).evaluate((el) => el.scrollTop)) < 5, 'the reader stays where they were');
   await shot(page, 'conversation-scrolled-up');
@@ -117,7 +101,7 @@ t.test('a note looks different and is never sent; "/" opens the canned replies, 
     { shortcut: 'refund', text: 'Refunds reach your account within 5 working days.' },
   ])
     t.equal((await api('POST', '/api/canned-replies', { token, body })).status, 201);
-  await write(integration, 'mia', 'Do you sell gift cards?');
+  await customerWrites(api, integration, 'mia', 'Do you sell gift cards?');
   await untilIdle(svc);
   const id = await conversationOf(token, 'mia');
   await page.goto(`${svc.url}/#/conversations/${id}`);
@@ -169,7 +153,7 @@ t.test('a note looks different and is never sent; "/" opens the canned replies, 
 t.test('assign to a teammate or to me; labels; what happened in words, never identifiers', async (t) => {
   const { page, problems, token, me, integration } = await company(t, 'Words Co', 'Wanda Owner');
   const dana = await join(api, token, 'operator', 'Dana Operator');
-  await write(integration, 'nico', 'I want to talk to a human');
+  await customerWrites(api, integration, 'nico', 'I want to talk to a human');
   await untilIdle(svc);
   const id = await conversationOf(token, 'nico');
   await page.goto(`${svc.url}/#/conversations/${id}`);
@@ -199,6 +183,13 @@ t.test('assign to a teammate or to me; labels; what happened in words, never ide
   await page.getByRole('button', { name: 'Add', exact: true }).click();
   await page.getByRole('list', { name: 'Labels' }).getByText('billing').waitFor();
   t.same((await api('GET', `/api/conversations/${id}`, { token })).body.conversation.labels, ['billing']);
+  // A message arrives while the keyboard is on a label's Remove button: the page updates, the focus stays.
+  await page.getByRole('button', { name: 'Remove label billing' }).focus();
+  await customerWrites(api, integration, 'nico', 'Are you still there?');
+  await page.getByText('Are you still there?', { exact: true }).waitFor();
+  await untilIdle(svc);
+  await new Promise((r) => setTimeout(r, 300)); // the reads that follow the stream's events
+  t.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Remove label billing', 'the focus stays on it');
   await page.getByLabel('Add a label').fill('a,b');
   await page.getByRole('button', { name: 'Add', exact: true }).click();
   await page.getByText('A label cannot contain a comma.').waitFor();

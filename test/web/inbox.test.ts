@@ -3,23 +3,16 @@
 // teammates join by invitation. The views, the search and the label filter; what a row shows;
 // a customer waiting for a person standing out; unread counts; and the list living on the
 // conversation events stream: new messages move rows to the top without a reload or a poll.
-import { mkdirSync } from 'node:fs';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
+import { goTo, launchBrowser, shot, signedInPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { startTestService } from '../support/service.js';
 import { join } from '../support/team.js';
 import { createWebchatIntegration, openChat } from '../support/webchat.js';
-import { deliver } from '../support/webhooks.js';
-import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle, type TestIntegration } from '../support/worker.js';
-
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory to save screenshots into
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const shot = async (page: Page, name: string) => {
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-};
+import { customerWrites } from '../support/webhooks.js';
+import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle } from '../support/worker.js';
 
 const svc = await startTestService(t, 'web_inbox');
 const { api } = svc;
@@ -27,14 +20,6 @@ const helpdesk = await startChat2DeskStub(t);
 await startTestWorker(t, svc);
 const model = await startRepeatingModel(t);
 const browser = await launchBrowser(t);
-
-let messageNo = 0;
-/** A customer writes: a signed Chat2Desk webhook, as the helpdesk sends it. */
-async function write(integration: TestIntegration & { webhookSecret: string }, clientId: string, text: string): Promise<void> {
-  const payload = { hook_type: 'inbox', type: 'from_client', message_id: 6_200_000 + ++messageNo, text, client_id: clientId, channel_id: 12, transport: 'telegram' };
-  const res = await deliver(api, integration.id, payload, { secret: integration.webhookSecret });
-  if (res.status !== 200) throw new Error(`webhook: ${res.status} ${JSON.stringify(res.body)}`);
-}
 
 /** Conversation ids by customer id, once every named customer has one. */
 async function conversationsOf(token: string, clientIds: string[]): Promise<Record<string, number>> {
@@ -66,13 +51,13 @@ t.test('views, search and labels filter; rows say who, what, when, where, whose;
   const me = (await api('GET', '/api/auth/me', { token })).body.user;
   const dana = await join(api, token, 'operator', 'Dana Operator');
   const integration = await createHelpdeskIntegration(svc, { token, companyId }, helpdesk, 'Desk', await model.createAgent(api, token));
-  await write(integration, 'anna', 'Where is my parcel?');
-  await write(integration, 'boris', 'I want to talk to a human');
-  await write(integration, 'carla', 'A question about my refund');
-  await write(integration, 'dmitri', 'Do you ship to Norway?');
+  await customerWrites(api, integration, 'anna', 'Where is my parcel?');
+  await customerWrites(api, integration, 'boris', 'I want to talk to a human');
+  await customerWrites(api, integration, 'carla', 'A question about my refund');
+  await customerWrites(api, integration, 'dmitri', 'Do you ship to Norway?');
   await untilIdle(svc);
   // Boris was handed to a person (he asked for one) and writes again: he waits for a person.
-  await write(integration, 'boris', 'Hello? Is anybody there?');
+  await customerWrites(api, integration, 'boris', 'Hello? Is anybody there?');
   await untilIdle(svc);
   const ids = await conversationsOf(token, ['anna', 'boris', 'carla', 'dmitri']);
   t.equal((await api('PATCH', `/api/conversations/${ids.carla}`, { token, body: { assigneeId: me.id } })).status, 200);
@@ -153,9 +138,9 @@ t.test('the list is live: a new message moves its row to the top, a new customer
   const erik = await join(api, token, 'admin', 'Erik Admin');
   const agentId = await model.createAgent(api, token);
   const integration = await createHelpdeskIntegration(svc, { token, companyId }, helpdesk, 'Desk', agentId);
-  await write(integration, 'olga', 'My first question');
+  await customerWrites(api, integration, 'olga', 'My first question');
   await untilIdle(svc);
-  await write(integration, 'pavel', 'Another question');
+  await customerWrites(api, integration, 'pavel', 'Another question');
   await untilIdle(svc);
   const ids = await conversationsOf(token, ['olga', 'pavel']);
 
@@ -174,7 +159,7 @@ t.test('the list is live: a new message moves its row to the top, a new customer
   t.same(listReads, [], 'no polling');
 
   // Olga writes: her row goes to the top with her words and the answer.
-  await write(integration, 'olga', 'Any news about my order?');
+  await customerWrites(api, integration, 'olga', 'Any news about my order?');
   await until('olga on top', () => rowNames(page), (n) => n.join() === 'olga,pavel');
   await until('the last message', () => row(page, 'olga').locator('.row-text').textContent(), (s) => /order\?$/.test(s ?? ''));
   await until('two unread', () => row(page, 'olga').locator('.unread').textContent(), (s) => s === 'Unread: 2');
@@ -183,9 +168,12 @@ t.test('the list is live: a new message moves its row to the top, a new customer
   t.equal((await api('PATCH', `/api/conversations/${ids.pavel}`, { token, body: { assigneeId: erik.id } })).status, 200);
   await until('assigned', () => row(page, 'pavel').textContent(), (s) => /Assigned to Erik Admin/.test(s ?? ''));
 
-  // A new customer on the helpdesk, and a webchat visitor (a random id: shown short).
-  await write(integration, 'quentin', 'Hello, new here');
+  // A new customer on the helpdesk, and a webchat visitor (a random id: shown short). The
+  // keyboard is on Pavel's row meanwhile: the list drawn again keeps it there.
+  await row(page, 'pavel').getByRole('link').focus();
+  await customerWrites(api, integration, 'quentin', 'Hello, new here');
   await until('quentin on top', () => rowNames(page), (n) => n[0] === 'quentin' && n.length === 3);
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), 'pavel', 'the focus stays on its row');
   const chat = await createWebchatIntegration(api, token, { agentId });
   const visitor = await openChat(t, svc.url, chat.id);
   const welcome = await visitor.hello();
@@ -205,6 +193,15 @@ t.test('the list is live: a new message moves its row to the top, a new customer
   await until('olga is mine', () => rowNames(page), (n) => n.join() === 'olga');
   t.equal((await api('PATCH', `/api/conversations/${ids.olga}`, { token: erik.token, body: { assigneeId: null } })).status, 200);
   await until('olga is not mine', () => rowNames(page), (n) => n.length === 0);
+
+  // Open conversations (the default status): one closed meanwhile leaves the list; "Any status" shows it closed.
+  await page.getByRole('tab', { name: 'All' }).click();
+  await until('all four', () => rowNames(page), (n) => n.length === 4);
+  t.equal(await page.getByLabel('Status').inputValue(), 'open', 'open ones at first');
+  t.equal((await api('POST', `/api/conversations/${ids.pavel}/close`, { token: erik.token })).status, 200);
+  await until('pavel closed, gone', () => rowNames(page), (n) => n.length === 3 && !n.includes('pavel'));
+  await page.getByLabel('Status').selectOption({ label: 'Any status' });
+  await until('pavel, closed', () => row(page, 'pavel').textContent(), (s) => /Closed/.test(s ?? ''));
 
   t.equal(await page.evaluate(() => (window as unknown as { __noReload: number }).__noReload), marker, 'the page never reloaded');
   t.same(problems, []);

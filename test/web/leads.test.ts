@@ -1,11 +1,10 @@
 // The Leads board and the Outcomes page in Chromium against the real service: leads made by
 // the worker from customers' first messages, moved by dragging a card (and with the
 // keyboard's list), persisted across a reload; the figures and charts of a constructed history.
-import { mkdirSync } from 'node:fs';
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { openSqlPool } from '../../lib/db.js';
-import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
+import { goTo, launchBrowser, shot, signedInPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { EXPECTED_OUTCOMES, OUTCOMES_FROM, OUTCOMES_TO, seedOutcomes } from '../support/outcomes.js';
 import { startTestService } from '../support/service.js';
@@ -16,12 +15,6 @@ const stub = await startChat2DeskStub(t);
 const worker = await startTestWorker(t, svc, { workerId: 'web-leads' });
 await waitForPartitions([worker], 2);
 const browser = await launchBrowser(t);
-
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory (e.g. /tmp/dashboard-shots) to save screenshots into
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const shot = async (page: Page, name: string) => {
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-};
 
 const column = (page: Page, stage: string) => page.getByRole('region', { name: stage, exact: true });
 const card = (page: Page, stage: string, clientId: string) => column(page, stage).getByRole('listitem', { name: new RegExp(`^Lead ${clientId},`) });

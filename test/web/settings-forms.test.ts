@@ -1,19 +1,12 @@
 // Every agent, integration, knowledge base and billing setting has a form field (issue #29):
 // filled in Chromium, saved, read back from the API and into the form after a reload; a
 // value the API refuses is shown next to its field.
-import { mkdirSync } from 'node:fs';
 import t from 'tap';
 import type { Locator, Page } from 'playwright-core';
-import { goTo, launchBrowser, signedInPage } from '../support/browser.js';
+import { goTo, launchBrowser, shot, signedInPage } from '../support/browser.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startEmbeddingsStub } from '../support/embeddings-stub.js';
 import { startTestService } from '../support/service.js';
-
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory (e.g. /tmp/dashboard-shots) to save screenshots into
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const shot = async (page: Page, name: string) => {
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-};
 
 const helpdesk = await startChat2DeskStub(t);
 const europe = await startChat2DeskStub(t, 'some-other-account');

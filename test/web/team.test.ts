@@ -2,17 +2,10 @@
 // copies the link, the operator joins in another browser and lands on the inbox with an
 // operator's navigation, the owner changes the role (the operator's navigation follows) and
 // removes the user (whose next step ends at the login form).
-import { mkdirSync } from 'node:fs';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { goTo, launchBrowser, signedInPage, watchedPage } from '../support/browser.js';
+import { goTo, launchBrowser, shot, signedInPage, watchedPage } from '../support/browser.js';
 import { startTestService, uniqueEmail } from '../support/service.js';
-
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS; // a directory (e.g. /tmp/dashboard-shots) to save screenshots into
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const shot = async (page: Page, name: string) => {
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-};
 
 const svc = await startTestService(t, 'web_team');
 const { api } = svc;

@@ -1,4 +1,3 @@
-import type { Locator } from 'playwright-core';
 import t from 'tap';
 import { launchBrowser } from '../support/browser.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
@@ -7,6 +6,7 @@ import { startSite } from '../support/site.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration } from '../support/webchat.js';
+import { bubbleTexts, DEFAULT_GREETING_BUBBLE } from '../support/widget.js';
 
 /** The widget in headless Chromium showing a model reply as it is written (delta frames) and the agent typing. */
 const svc = await startTestService(t, 'widget_stream', { env: { PARTITIONS: '2' } });
@@ -23,16 +23,6 @@ let integrationId = 0;
 const siteUrl = await startSite(t, svc.url, () => integrationId);
 integrationId = (await createWebchatIntegration(svc.api, user.token, { agentId: agent.body.agent.id, allowedOrigins: [siteUrl] })).id;
 const browser = await launchBrowser(t);
-
-/** The log's bubbles as read, each message's time left out (it is the clock's); the greeting first. */
-const bubbleTexts = (log: Locator) =>
-  log.locator('li').evaluateAll((lis) =>
-    lis.map((li) => {
-      const copy = li.cloneNode(true) as Element;
-      copy.querySelectorAll('time').forEach((time) => time.remove());
-      return (copy.textContent ?? '').trim();
-    }),
-  );
 
 // Markup in the model's text stays text.
 const REPLY = 'We are open from <b>nine</b> to six, Monday to Saturday, and on Sundays from ten to four. <img src=x onerror=window.pwned=1> See you soon!';
@@ -106,7 +96,7 @@ t.test('the widget shows the agent typing, the reply growing, then the reply onc
   t.equal(last.typing, false);
   t.ok(received.filter((f) => f.type === 'delta').length >= 5, 'it came as delta frames');
 
-  t.same(await bubbleTexts(log), ['AssistantHi! How can we help you today?', 'YouWhen are you open?', `Assistant${REPLY}`]);
+  t.same(await bubbleTexts(log), [DEFAULT_GREETING_BUBBLE, 'YouWhen are you open?', `Assistant${REPLY}`]);
   t.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'no script ran');
   t.equal(await page.locator('[data-mas-webchat] img, [data-mas-webchat] b').count(), 0, 'no element was made from data');
   const [conv] = await sql(svc.orm, `select c.id from conversations c where c.integration_id = ?`, [integrationId]);

@@ -123,7 +123,8 @@ t.test('times on messages; an operator by name; the waiting notice goes once a p
   const sentAt = Date.now();
   await input.fill('Where is my parcel?');
   await input.press('Enter');
-  const own = (await bubbles(page)).at(-1)!;
+  // Found as the visitor's (the repeating model's echo may already be below it).
+  const own = (await bubbles(page)).find((b) => b.who === 'You')!;
   t.equal(own.text, 'Where is my parcel?');
   t.ok([hhmm(sentAt), hhmm(Date.now())].includes(own.time!), `the visitor's own message shows when it was sent (${own.time})`);
   await log.getByText('echo: Where is my parcel?').waitFor();

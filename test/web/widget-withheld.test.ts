@@ -1,4 +1,3 @@
-import type { Locator } from 'playwright-core';
 import t from 'tap';
 import { launchBrowser } from '../support/browser.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
@@ -6,6 +5,7 @@ import { signUp, startTestService } from '../support/service.js';
 import { startSite } from '../support/site.js';
 import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration } from '../support/webchat.js';
+import { bubbleTexts, DEFAULT_GREETING_BUBBLE } from '../support/widget.js';
 
 /**
  * The widget in headless Chromium when a streamed model reply is withheld (it promised what no
@@ -25,16 +25,6 @@ let integrationId = 0;
 const siteUrl = await startSite(t, svc.url, () => integrationId);
 integrationId = (await createWebchatIntegration(svc.api, user.token, { agentId: agent.body.agent.id, allowedOrigins: [siteUrl] })).id;
 const browser = await launchBrowser(t);
-
-/** The log's bubbles as read, each message's time left out (it is the clock's); the greeting first. */
-const bubbleTexts = (log: Locator) =>
-  log.locator('li').evaluateAll((lis) =>
-    lis.map((li) => {
-      const copy = li.cloneNode(true) as Element;
-      copy.querySelectorAll('time').forEach((time) => time.remove());
-      return (copy.textContent ?? '').trim();
-    }),
-  );
 
 const PROMISE = "Thanks for your patience! I'm transferring you to a colleague who will sort out your refund today.";
 const NOTICE = 'A human colleague will take over shortly.';
@@ -65,7 +55,7 @@ t.test('a withheld reply: the preview gives way to the handoff notice', async (t
   await page.waitForTimeout(300);
   await page.screenshot({ path: '/tmp/widget-withheld.png' });
 
-  t.same(await bubbleTexts(log), ['AssistantHi! How can we help you today?', 'YouI want my money back for the broken tent', `Assistant${NOTICE}`], 'the notice where the preview was');
+  t.same(await bubbleTexts(log), [DEFAULT_GREETING_BUBBLE, 'YouI want my money back for the broken tent', `Assistant${NOTICE}`], 'the notice where the preview was');
   t.equal(await log.locator('li.streaming').count(), 0, 'no preview bubble left');
   t.ok(await page.getByText('A colleague will answer you here shortly.').isVisible(), 'the status says a colleague will answer');
   t.notOk((await page.locator('[data-mas-webchat]').evaluate((host) => host.shadowRoot!.textContent)).includes('transferring'), 'the promise is nowhere in the widget');
@@ -77,6 +67,6 @@ t.test('a withheld reply: the preview gives way to the handoff notice', async (t
   await page.reload();
   await page.getByRole('button', { name: 'Open chat' }).click();
   await eventually(async () => (await log.locator('li').count()) === 3 || null, 10_000, 'history restored');
-  t.same(await bubbleTexts(log), ['AssistantHi! How can we help you today?', 'YouI want my money back for the broken tent', `Assistant${NOTICE}`], 'after a reload: the notice, never the promise');
+  t.same(await bubbleTexts(log), [DEFAULT_GREETING_BUBBLE, 'YouI want my money back for the broken tent', `Assistant${NOTICE}`], 'after a reload: the notice, never the promise');
   t.same(errors, [], 'no page errors');
 });

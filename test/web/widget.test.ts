@@ -1,4 +1,4 @@
-import { chromium, type Locator } from 'playwright-core';
+import { chromium } from 'playwright-core';
 import t from 'tap';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -6,6 +6,7 @@ import { startSite } from '../support/site.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { eventually, sql, startTestWorker, waitForPartitions } from '../support/worker.js';
 import { createWebchatIntegration, startWebchatGateway } from '../support/webchat.js';
+import { bubbleTexts, DEFAULT_GREETING_BUBBLE as GREETING } from '../support/widget.js';
 
 /** The embeddable widget in headless Chromium, on a page of another origin than the gateway. */
 const svc = await startTestService(t, 'widget', { env: { PARTITIONS: '2' } });
@@ -19,17 +20,6 @@ let integrationId = 0;
 const siteUrl = await startSite(t, svc.url, () => integrationId);
 const model = await startRepeatingModel(t);
 integrationId = (await createWebchatIntegration(svc.api, user.token, { allowedOrigins: [siteUrl], agentId: await model.createAgent(svc.api, user.token) })).id;
-
-/** The log's bubbles as read, each message's time left out (it is the clock's); the greeting first. */
-const bubbleTexts = (log: Locator) =>
-  log.locator('li').evaluateAll((lis) =>
-    lis.map((li) => {
-      const copy = li.cloneNode(true) as Element;
-      copy.querySelectorAll('time').forEach((time) => time.remove());
-      return (copy.textContent ?? '').trim();
-    }),
-  );
-const GREETING = 'AssistantHi! How can we help you today?';
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',

@@ -34,10 +34,6 @@ export function leafPath(value) {
   return paths.reduce((a, b) => (b.split('.').length > a.split('.').length ? b : a), paths[0] ?? '');
 }
 
-export function eventLabel(type) {
-  return eventShort(type);
-}
-
 /** Builds a tree from the dot paths, keeping their order. */
 function treeOf(paths) {
   const root = { path: '', key: '', children: [] };
@@ -89,7 +85,7 @@ function edgesOf(definition, machineId) {
           const from = path || '*';
           const key = `${from}→${to}`;
           const e = edges.get(key) ?? { from, to, events: [], titles: [] };
-          const label = eventLabel(event);
+          const label = eventShort(event);
           const guard = tr.guard ? ` (when ${humanise(typeof tr.guard === 'string' ? tr.guard : (tr.guard.type ?? 'allowed')).toLowerCase()})` : '';
           if (!e.events.includes(label)) e.events.push(label);
           if (!e.titles.includes(label + guard)) e.titles.push(label + guard);

@@ -66,6 +66,32 @@ export function checkbox(label, props = {}) {
   return { input, el: h('div', { class: 'field check' }, input, h('label', { for: input.id }, label)) };
 }
 
+/**
+ * A write-only secret (an API key or token): the stored one is never shown, only whether there
+ * is one. `input` goes in a field, `forget` ("Remove the stored …", shown while one is stored)
+ * after it. `show(stored)` resets both for a record that has one or not; `change()` answers
+ * what to send: undefined (keep the stored one), null (remove it) or the new one.
+ */
+export function secretInput(name, forgetLabel, { autocomplete = 'new-password' } = {}) {
+  const input = h('input', { type: 'password', name, autocomplete, spellcheck: 'false', maxlength: '4096' });
+  const forget = checkbox(forgetLabel, { name: `remove-${name}` });
+  forget.input.addEventListener('change', () => {
+    input.disabled = forget.input.checked;
+    if (input.disabled) input.value = '';
+  });
+  return {
+    input,
+    forget: forget.el,
+    show(stored) {
+      input.value = '';
+      input.disabled = false;
+      forget.input.checked = false;
+      forget.el.hidden = !stored;
+    },
+    change: () => (forget.input.checked ? null : input.value.trim() || undefined),
+  };
+}
+
 export function select(options, props = {}) {
   const el = h('select', props);
   for (const o of options) el.append(h('option', { value: String(o.value), selected: o.selected }, o.label));

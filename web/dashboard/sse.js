@@ -1,6 +1,7 @@
 // Server-Sent Events over fetch(): EventSource cannot send an Authorization header, and the
 // token must never go into the URL. Reconnects (with Last-Event-ID) until aborted.
 import { authFetch } from './api.js';
+import { h } from './dom.js';
 
 /** Parses an SSE byte stream; calls onEvent({ type, data, id }) per dispatched event. */
 export async function readSse(body, onEvent, onRetry) {
@@ -51,13 +52,16 @@ export function followSse(path, { signal, onEvent, onState }) {
   let retryMs = 2000;
   let lastId = null;
   let failures = 0;
+  // The abort listener goes with the wait: a page that reconnects for hours does not pile them up on its signal.
   const wait = (ms) =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      signal.addEventListener('abort', () => {
+      const done = () => {
         clearTimeout(timer);
+        signal.removeEventListener('abort', done);
         resolve();
-      }, { once: true });
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
     });
 
   (async () => {
@@ -102,4 +106,23 @@ export function followSse(path, { signal, onEvent, onState }) {
       await wait(Math.min(retryMs * 2 ** Math.min(failures - 1, 3), 15_000));
     }
   })();
+}
+
+/**
+ * The "Live" line of a page that follows a stream: `el` to show, `onState` for followSse.
+ * `onOpen` runs at each (re)connection, to catch up on what was missed meanwhile.
+ */
+export function liveStatus(onOpen) {
+  const el = h('span', { class: 'live muted small', role: 'status' }, 'Connecting…');
+  const onState = (s, err) => {
+    if (s === 'open') {
+      el.textContent = 'Live';
+      el.classList.add('on');
+      onOpen();
+    } else {
+      el.classList.remove('on');
+      el.textContent = s === 'reconnecting' ? 'Reconnecting…' : `Live updates unavailable${err?.message ? `: ${err.message}` : ''}`;
+    }
+  };
+  return { el, onState };
 }

@@ -36,7 +36,7 @@ export function reasonText(reason) {
  * Who did something, from a user id (`by`): "you", a teammate's name, or "an operator" when
  * the id is unknown (an API token, a removed user).
  */
-export function byName(by, people) {
+function byName(by, people) {
   if (!by) return 'an operator';
   if (people?.me && by === people.me.id) return 'you';
   const user = people?.users?.get(by);
@@ -48,7 +48,7 @@ export function userName(user) {
   return (user?.displayName && String(user.displayName).trim()) || user?.email || 'A teammate';
 }
 
-/** A transition's event in words; `t` is the whole transition ({ event, payload }) when known. */
+/** A transition's event in words, with its payload when known (who paused, what the agent answered, which action). */
 export function eventText(event, payload = {}, people) {
   const p = payload ?? {};
   switch (event) {

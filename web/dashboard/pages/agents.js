@@ -3,7 +3,7 @@
 // stored key, it only says whether one is set. Editing sends only what changed, so a default
 // text shown in the form is not stored as the agent's own.
 import { api, apiAll, seg } from '../api.js';
-import { busy, checkbox, field, fieldErrors, h, messages, replace, select, table, time } from '../dom.js';
+import { busy, field, fieldErrors, h, messages, replace, secretInput, select, table, time } from '../dom.js';
 import { hoursEditor } from './agent-hours.js';
 
 const NO_ANSWER = [
@@ -38,9 +38,8 @@ export function render(root, { signal }) {
   const provider = select(PROVIDERS, { name: 'provider' });
   const modelName = h('input', { type: 'text', name: 'modelName', placeholder: 'gpt-4o-mini', spellcheck: 'false', maxlength: '200' });
   const baseUrl = h('input', { type: 'url', name: 'baseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
-  const apiKey = h('input', { type: 'password', name: 'apiKey', autocomplete: 'new-password', spellcheck: 'false', maxlength: '4096' });
+  const apiKey = secretInput('apiKey', 'Remove the stored key');
   const keyHint = h('span');
-  const forgetKey = checkbox('Remove the stored key', { name: 'removeApiKey' });
   const price = { expects: 'an amount such as 0.15 (a dot, at most 9 decimals)' };
   const priceIn = h('input', { type: 'text', name: 'inputUsdPerMTok', inputmode: 'decimal', placeholder: '0.15', spellcheck: 'false', dataset: price });
   const priceOut = h('input', { type: 'text', name: 'outputUsdPerMTok', inputmode: 'decimal', placeholder: '0.60', spellcheck: 'false', dataset: price });
@@ -51,8 +50,8 @@ export function render(root, { signal }) {
   const modelFields = h(
     'div',
     {},
-    h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey, keyHint)),
-    forgetKey.el,
+    h('div', { class: 'grid-2' }, field('Model name', modelName), field('Base URL', baseUrl, 'Any OpenAI-compatible chat completions server.'), field('API key', apiKey.input, keyHint)),
+    apiKey.forget,
     h(
       'div',
       { class: 'grid-3' },
@@ -102,10 +101,6 @@ export function render(root, { signal }) {
     modelFields.hidden = provider.value !== 'openai';
   };
   provider.addEventListener('change', syncProvider);
-  forgetKey.input.addEventListener('change', () => {
-    apiKey.disabled = forgetKey.input.checked;
-    if (apiKey.disabled) apiKey.value = '';
-  });
 
   /** The control of an API error's field. */
   const controls = (path) =>
@@ -124,7 +119,7 @@ export function render(root, { signal }) {
       'model.provider': provider,
       'model.name': modelName,
       'model.baseUrl': baseUrl,
-      'model.apiKey': apiKey,
+      'model.apiKey': apiKey.input,
       'model.pricing': priceIn,
       'model.pricing.inputUsdPerMTok': priceIn,
       'model.pricing.outputUsdPerMTok': priceOut,
@@ -154,10 +149,7 @@ export function render(root, { signal }) {
     provider.value = agent?.model?.provider ?? 'builtin';
     modelName.value = agent?.model?.name ?? '';
     baseUrl.value = agent?.model?.baseUrl ?? '';
-    apiKey.value = '';
-    apiKey.disabled = false;
-    forgetKey.input.checked = false;
-    forgetKey.el.hidden = !agent?.model?.hasApiKey;
+    apiKey.show(agent?.model?.hasApiKey);
     keyHint.textContent = agent?.model?.hasApiKey ? 'A key is stored (hidden). Leave empty to keep it; type a new one to replace it.' : 'Write-only: stored encrypted and never shown again.';
     priceIn.value = agent?.model?.pricing?.inputUsdPerMTok ?? '';
     priceOut.value = agent?.model?.pricing?.outputUsdPerMTok ?? '';
@@ -199,7 +191,8 @@ export function render(root, { signal }) {
     const body = {};
     for (const [k, value] of Object.entries(v)) if (value !== null && value !== undefined) body[k] = value;
     const model = Object.fromEntries(Object.entries(v.model).filter(([, value]) => value !== null));
-    if (apiKey.value) model.apiKey = apiKey.value;
+    const key = apiKey.change();
+    if (key) model.apiKey = key;
     body.model = model;
     return body;
   }
@@ -210,8 +203,8 @@ export function render(root, { signal }) {
     for (const [k, value] of Object.entries(v)) if (k !== 'model' && value !== undefined && !same(value, agent[k])) body[k] = value;
     const model = {};
     for (const [k, value] of Object.entries(v.model)) if (!same(value, agent.model?.[k])) model[k] = value;
-    if (forgetKey.input.checked) model.apiKey = null;
-    else if (apiKey.value) model.apiKey = apiKey.value;
+    const key = apiKey.change();
+    if (key !== undefined) model.apiKey = key;
     if (Object.keys(model).length) body.model = model;
     return body;
   }
@@ -243,7 +236,7 @@ export function render(root, { signal }) {
       edit(null);
       formMsg.ok(editing ? `Agent “${agent.name}” saved.` : `Agent “${agent.name}” created.`);
     } catch (err) {
-      apiKey.value = '';
+      apiKey.input.value = '';
       if (err.name === 'AbortError') return;
       errors.report(formMsg, err, controls);
     }

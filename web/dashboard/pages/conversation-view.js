@@ -6,7 +6,7 @@ import { api, seg } from '../api.js';
 import { confidenceBadge } from '../confidence.js';
 import { leafPath, renderDiagram } from '../diagram.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
-import { followSse } from '../sse.js';
+import { followSse, liveStatus } from '../sse.js';
 import { actionText, channelText, customerName, deliveryText, eventText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
 import { composer, lockIcon } from './composer.js';
 import { loadPeople } from './people.js';
@@ -23,7 +23,8 @@ export async function render(root, { signal, me }, id) {
   const state = { conversation: null, diagram: null };
   const heading = h('h1', {}, `Conversation ${id}`);
   const badges = h('span', { class: 'title-badges' });
-  const live = h('span', { class: 'live muted small', role: 'status' }, 'Connecting…');
+  // Each (re)connection catches up on anything missed meanwhile.
+  const live = liveStatus(() => refreshSoon());
   const statusLine = h('p', { class: 'status-line' });
   const controlsMsg = messages();
   const pause = h('button', { type: 'button', class: 'secondary' }, 'Pause');
@@ -158,7 +159,13 @@ export async function render(root, { signal, me }, id) {
   const assignee = h('select', { name: 'assignee' });
   const mine = h('button', { type: 'button', class: 'secondary small' }, 'Assign to me');
   const assignMsg = messages();
-  function showAssignee(c) {
+  // Drawn again only when it changed: every event of the stream applies the conversation, and
+  // an open list or a focused control must not be pulled from under the reader.
+  let assigneeShown = null;
+  function showAssignee(c, { force = false } = {}) {
+    const sig = JSON.stringify([c.assigneeId ?? null, c.assignee?.displayName ?? null]);
+    if (sig === assigneeShown && !force) return;
+    assigneeShown = sig;
     const options = [{ value: '', label: 'Unassigned' }];
     const users = [...people.users.values()].sort((a, b) => userName(a).localeCompare(userName(b)));
     for (const u of users) options.push({ value: u.id, label: u.id === people.me?.id ? `${userName(u)} (you)` : userName(u) });
@@ -176,7 +183,7 @@ export async function render(root, { signal, me }, id) {
     } catch (err) {
       if (err.name === 'AbortError') return;
       assignMsg.error(err);
-      if (state.conversation) showAssignee(state.conversation);
+      if (state.conversation) showAssignee(state.conversation, { force: true }); // the list shows the one that failed
     }
   }
   assignee.addEventListener('change', () => assign(assignee.value));
@@ -188,8 +195,12 @@ export async function render(root, { signal, me }, id) {
   const addLabel = h('button', { type: 'submit', class: 'secondary' }, 'Add');
   const labelMsg = messages();
   const labelForm = h('form', { class: 'label-form' }, h('div', { class: 'row' }, field('Add a label', newLabel), addLabel), labelMsg.el);
+  let labelsShown = null;
   function showLabels(c) {
     const labels = c.labels ?? [];
+    const sig = JSON.stringify(labels);
+    if (sig === labelsShown) return;
+    labelsShown = sig;
     replace(
       labelList,
       labels.length
@@ -307,10 +318,16 @@ export async function render(root, { signal, me }, id) {
 
   /** The customer messages this user has marked read (-1: not yet). */
   let readCustomerMessages = -1;
+  /** Reads started, and the newest one drawn: an older read answering late must not take back what a newer one showed. */
+  let readsStarted = 0;
+  let readDrawn = 0;
   async function refresh() {
+    const read = ++readsStarted;
     try {
       const base = `/api/conversations/${seg(id)}`;
       const [c, m, t] = await Promise.all([api('GET', base, undefined, { signal }), newestPage(`${base}/messages`, 'messages'), newestPage(`${base}/transitions`, 'transitions')]);
+      if (read < readDrawn) return;
+      readDrawn = read;
       apply(c.conversation);
       lastMessages = m.items;
       renderMessages(m.items, { force: forceBottom });
@@ -386,7 +403,7 @@ export async function render(root, { signal, me }, id) {
 
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Inbox')),
-    h('div', { class: 'title-row' }, heading, badges, live),
+    h('div', { class: 'title-row' }, heading, badges, live.el),
     statusLine,
     h('div', { class: 'actions', role: 'group', 'aria-label': 'Operator actions' }, pause, resume, close),
     controlsMsg.el,
@@ -422,15 +439,6 @@ export async function render(root, { signal, me }, id) {
       }
       refreshSoon();
     },
-    onState: (s, err) => {
-      if (s === 'open') {
-        live.textContent = 'Live';
-        live.classList.add('on');
-        refreshSoon(); // catch up on anything missed while (re)connecting
-      } else {
-        live.classList.remove('on');
-        live.textContent = s === 'reconnecting' ? 'Reconnecting…' : `Live updates unavailable${err?.message ? `: ${err.message}` : ''}`;
-      }
-    },
+    onState: live.onState,
   });
 }

@@ -5,7 +5,7 @@
 // updates its row in place; one not on the page brings a fresh read of the current view.
 import { api, seg } from '../api.js';
 import { field, h, messages, pager, replace, select } from '../dom.js';
-import { followSse } from '../sse.js';
+import { followSse, liveStatus } from '../sse.js';
 import { channelText, customerName, needsHuman, roleText, shortTime, statusText, userName } from '../words.js';
 import { loadPeople } from './people.js';
 
@@ -42,7 +42,7 @@ export async function render(root, { signal, query, me }) {
   const tabs = VIEWS.map((v) =>
     h(
       'button',
-      { type: 'button', role: 'tab', id: `inbox-tab-${v.key}`, 'aria-controls': listId, dataset: { view: v.key }, class: v.key === 'needs-human' ? 'needs-tab' : null },
+      { type: 'button', role: 'tab', id: `inbox-tab-${v.key}`, 'aria-controls': listId, dataset: { view: v.key } },
       v.label,
       v.key === 'needs-human' ? [' ', needsCount] : null,
     ),
@@ -117,7 +117,8 @@ export async function render(root, { signal, query, me }) {
   const emptyEl = h('p', { class: 'muted empty', hidden: true });
   const panel = h('section', { class: 'panel inbox-panel', id: listId, role: 'tabpanel' }, listEl, emptyEl);
   const msg = messages();
-  const live = h('span', { class: 'live muted small', role: 'status' }, 'Connecting…');
+  // Each (re)connection catches up on anything missed meanwhile.
+  const live = liveStatus(() => refetchSoon());
   const pages = pager(PAGE, () => load(), { rangeRole: 'status' });
 
   const filters = () => ({ q: search.value.trim(), label: label.value.trim(), status: status.value });
@@ -178,7 +179,10 @@ export async function render(root, { signal, query, me }) {
     const labels = new Set([...labelList.options].map((o) => o.value));
     for (const c of state.rows) for (const l of c.labels ?? []) labels.add(l);
     replace(labelList, [...labels].sort().map((l) => h('option', { value: l })));
+    // The rows are drawn anew at every event: the one the keyboard is on keeps the focus.
+    const focused = listEl.contains(document.activeElement) ? document.activeElement.closest('.inbox-row')?.dataset.conversationId : undefined;
     replace(listEl, state.rows.map(rowOf));
+    if (focused) listEl.querySelector(`.inbox-row[data-conversation-id="${CSS.escape(focused)}"] .row-link`)?.focus({ preventScroll: true });
     emptyEl.hidden = state.rows.length > 0;
     emptyEl.textContent = emptyText();
   }
@@ -277,16 +281,7 @@ export async function render(root, { signal, query, me }) {
         refetchSoon();
       }
     },
-    onState: (s, err) => {
-      if (s === 'open') {
-        live.textContent = 'Live';
-        live.classList.add('on');
-        refetchSoon(); // catch up on anything missed while (re)connecting
-      } else {
-        live.classList.remove('on');
-        live.textContent = s === 'reconnecting' ? 'Reconnecting…' : `Live updates unavailable${err?.message ? `: ${err.message}` : ''}`;
-      }
-    },
+    onState: live.onState,
   });
 
   // The short times ("5 min") age while the page is open.
@@ -296,7 +291,7 @@ export async function render(root, { signal, query, me }) {
   signal.addEventListener('abort', () => clearInterval(ticker), { once: true });
 
   root.append(
-    h('div', { class: 'title-row' }, h('h1', {}, 'Inbox'), live),
+    h('div', { class: 'title-row' }, h('h1', {}, 'Inbox'), live.el),
     tablist,
     h('div', { class: 'row filter inbox-filters' }, field('Search', search), field('Label', label), labelList, field('Status', status)),
     msg.el,

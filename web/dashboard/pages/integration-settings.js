@@ -3,7 +3,7 @@
 // allowed origins. Only what changed is sent: a new address or region makes the API ask the
 // helpdesk again, and it wants the token with it.
 import { api, seg } from '../api.js';
-import { busy, checkbox, field, fieldErrors, h, messages, select } from '../dom.js';
+import { busy, field, fieldErrors, h, messages, secretInput, select } from '../dom.js';
 
 export const ORIGINS_HINT = 'The pages that may open the chat, one per line, e.g. https://shop.example.com. Empty: any page.';
 export const GROUP_HINT = 'The helpdesk operator group a conversation handed to a person is transferred to. Empty: no transfer.';
@@ -24,13 +24,8 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
   const regionOptions = [{ value: 'global', label: 'Global' }, { value: 'europe', label: 'Europe' }];
   const region = select(it.region ? regionOptions : [{ value: '', label: 'Not set' }, ...regionOptions], { name: 'region' });
   region.value = it.region ?? '';
-  const apiToken = h('input', { type: 'password', name: 'apiToken', autocomplete: 'off', spellcheck: 'false', maxlength: '4096' });
-  const forgetToken = checkbox('Remove the stored token', { name: 'removeApiToken' });
-  forgetToken.el.hidden = !it.hasApiToken;
-  forgetToken.input.addEventListener('change', () => {
-    apiToken.disabled = forgetToken.input.checked;
-    if (apiToken.disabled) apiToken.value = '';
-  });
+  const apiToken = secretInput('apiToken', 'Remove the stored token', { autocomplete: 'off' });
+  apiToken.show(it.hasApiToken);
   const handoffGroup = h('input', { type: 'number', name: 'handoffGroupId', min: '1', step: '1', inputmode: 'numeric', value: it.handoffGroupId == null ? '' : String(it.handoffGroupId) });
   const origins = h('textarea', { name: 'allowedOrigins', rows: 3, spellcheck: 'false', placeholder: 'https://shop.example.com', dataset: { expects: 'web addresses such as https://shop.example.com: the scheme and the host, no path' } });
   origins.value = (it.allowedOrigins ?? []).join('\n');
@@ -51,10 +46,10 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
             { class: 'grid-2' },
             field('API URL', apiUrl, 'The helpdesk instance. Changing it (or the region) needs the API token again.'),
             field('Region', region, 'Global or Europe instance; an API URL typed above wins.'),
-            field('API token', apiToken, it.hasApiToken ? 'A token is stored (hidden). Leave empty to keep it.' : 'No token stored: replies cannot be sent. Stored encrypted, never shown again.'),
+            field('API token', apiToken.input, it.hasApiToken ? 'A token is stored (hidden). Leave empty to keep it.' : 'No token stored: replies cannot be sent. Stored encrypted, never shown again.'),
             field('Handoff group ID', handoffGroup, GROUP_HINT),
           ),
-          forgetToken.el,
+          apiToken.forget,
         ]
       : field('Allowed origins', origins, ORIGINS_HINT),
     h('div', { class: 'actions' }, save, cancel),
@@ -71,8 +66,8 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
       const url = apiUrl.value.trim() || null;
       if (url !== (it.apiUrl ?? null)) body.apiUrl = url;
       if (region.value && region.value !== it.region) body.region = region.value;
-      if (forgetToken.input.checked) body.apiToken = null;
-      else if (apiToken.value.trim()) body.apiToken = apiToken.value.trim();
+      const token = apiToken.change();
+      if (token !== undefined) body.apiToken = token;
       const group = handoffGroup.value.trim() === '' ? null : Number(handoffGroup.value);
       if (group !== (it.handoffGroupId ?? null)) body.handoffGroupId = group;
     } else if (!same(linesOf(origins.value), it.allowedOrigins ?? [])) body.allowedOrigins = linesOf(origins.value);
@@ -84,9 +79,9 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
       const { integration } = await busy(save, () => api('PATCH', `/api/integrations/${seg(it.id)}`, body, { signal }));
       onSaved(integration);
     } catch (err) {
-      apiToken.value = '';
+      apiToken.input.value = '';
       if (err.name === 'AbortError') return;
-      errors.report(msg, err, { name, agentId: agent, apiUrl, region, apiToken, handoffGroupId: handoffGroup, allowedOrigins: origins });
+      errors.report(msg, err, { name, agentId: agent, apiUrl, region, apiToken: apiToken.input, handoffGroupId: handoffGroup, allowedOrigins: origins });
     }
   });
   return form;

@@ -5,7 +5,7 @@
 // #/knowledge/<id> opens a base; #/knowledge/<id>/gaps its knowledge gaps (knowledge-gaps.js);
 // #/knowledge/<id>/write/<question> its add-document form with the question filled in.
 import { api, apiAll, apiUpload, seg } from '../api.js';
-import { busy, checkbox, field, fieldErrors, h, messages, replace, select, table, time } from '../dom.js';
+import { busy, checkbox, field, fieldErrors, h, messages, replace, secretInput, select, table, time } from '../dom.js';
 
 const SYNONYMS_PER_GROUP = 20;
 const SYNONYM_LENGTH = 60;
@@ -255,19 +255,14 @@ function renderBases(root, { signal }, wanted) {
   const useEmbedding = checkbox('Use an embedding model (search by meaning)', { name: 'useEmbedding' });
   const embeddingUrl = h('input', { type: 'url', name: 'embeddingBaseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
   const embeddingModel = h('input', { type: 'text', name: 'embeddingName', placeholder: 'text-embedding-3-small', spellcheck: 'false', maxlength: '200' });
-  const embeddingKey = h('input', { type: 'password', name: 'embeddingApiKey', autocomplete: 'new-password', spellcheck: 'false', maxlength: '4096' });
+  const embeddingKey = secretInput('embeddingApiKey', 'Remove the stored embedding key');
   const embeddingKeyHint = h('span');
-  const forgetEmbeddingKey = checkbox('Remove the stored embedding key', { name: 'removeEmbeddingKey' });
-  forgetEmbeddingKey.input.addEventListener('change', () => {
-    embeddingKey.disabled = forgetEmbeddingKey.input.checked;
-    if (embeddingKey.disabled) embeddingKey.value = '';
-  });
   const embeddingFields = h(
     'div',
     {},
     h('div', { class: 'grid-2' }, field('Embedding server URL', embeddingUrl, 'An OpenAI-compatible embeddings endpoint.'), field('Embedding model name', embeddingModel)),
-    field('Embedding API key', embeddingKey, embeddingKeyHint),
-    forgetEmbeddingKey.el,
+    field('Embedding API key', embeddingKey.input, embeddingKeyHint),
+    embeddingKey.forget,
   );
   useEmbedding.input.addEventListener('change', () => {
     embeddingFields.hidden = !useEmbedding.input.checked;
@@ -294,10 +289,7 @@ function renderBases(root, { signal }, wanted) {
     embeddingFields.hidden = !kb?.embedding;
     embeddingUrl.value = kb?.embedding?.baseUrl ?? '';
     embeddingModel.value = kb?.embedding?.name ?? '';
-    embeddingKey.value = '';
-    embeddingKey.disabled = false;
-    forgetEmbeddingKey.input.checked = false;
-    forgetEmbeddingKey.el.hidden = !kb?.embedding?.hasApiKey;
+    embeddingKey.show(kb?.embedding?.hasApiKey);
     embeddingKeyHint.textContent = kb?.embedding?.hasApiKey ? 'A key is stored (hidden). Leave empty to keep it; a new server URL needs it again.' : 'Write-only: stored encrypted and never shown again.';
     settingsErrors.clear();
   }
@@ -313,8 +305,8 @@ function renderBases(root, { signal }, wanted) {
       if (kb?.embedding) body.embedding = null;
     } else {
       const embedding = { baseUrl: embeddingUrl.value.trim(), name: embeddingModel.value.trim() };
-      if (forgetEmbeddingKey.input.checked) embedding.apiKey = null;
-      else if (embeddingKey.value) embedding.apiKey = embeddingKey.value;
+      const key = embeddingKey.change();
+      if (key !== undefined) embedding.apiKey = key;
       if (embedding.apiKey !== undefined || embedding.baseUrl !== kb?.embedding?.baseUrl || embedding.name !== kb?.embedding?.name) body.embedding = embedding;
     }
     if (!Object.keys(body).length) {
@@ -330,9 +322,9 @@ function renderBases(root, { signal }, wanted) {
       fillSettings(knowledgeBase);
       settingsMsg.ok(body.language !== undefined || body.embedding !== undefined ? 'Settings saved: the documents are indexed again in the background.' : 'Settings saved.');
     } catch (err) {
-      embeddingKey.value = '';
+      embeddingKey.input.value = '';
       if (err.name === 'AbortError') return;
-      settingsErrors.report(settingsMsg, err, { name: baseName, language: baseLanguage, embedding: useEmbedding.input, 'embedding.baseUrl': embeddingUrl, 'embedding.name': embeddingModel, 'embedding.apiKey': embeddingKey });
+      settingsErrors.report(settingsMsg, err, { name: baseName, language: baseLanguage, embedding: useEmbedding.input, 'embedding.baseUrl': embeddingUrl, 'embedding.name': embeddingModel, 'embedding.apiKey': embeddingKey.input });
     }
   });
 
