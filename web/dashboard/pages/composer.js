@@ -77,7 +77,7 @@ export function composer({ id, signal, onSent }) {
       listbox.append(el);
       return { item, el };
     });
-    if (!items.length) listbox.append(h('li', { class: 'canned-empty muted', role: 'presentation' }, query ? `No canned reply matches “${query}”.` : 'No canned replies yet. An admin can add them.'));
+    if (!items.length) listbox.append(h('li', { class: 'canned-empty muted', role: 'presentation' }, query ? `No canned reply matches “${query}”.` : 'No canned replies yet. Add canned replies in Settings (owners and admins).'));
     listbox.hidden = false;
     textarea.setAttribute('aria-expanded', 'true');
     highlight(items.length ? 0 : -1);

@@ -1,8 +1,10 @@
-// Settings: company API tokens (shown once), credit balance, the daily spend cap and the
-// ledger, pipelines. Operators see the credit and the pipelines; tokens and the cap are for
-// owners and admins (the API answers operators 403).
+// Settings: company API tokens (shown once), canned replies, credit balance, the daily spend
+// cap and the ledger, pipelines. Operators see the canned replies (read only), the credit and
+// the pipelines; tokens, the cap and canned-reply changes are for owners and admins (the API
+// answers operators 403).
 import { api, apiAll, seg } from '../api.js';
 import { append, busy, copyField, field, fieldErrors, h, messages, replace, table, time } from '../dom.js';
+import { cannedReplies } from './canned-replies.js';
 
 const LEDGER_KIND = { signup_bonus: 'Sign-up bonus', model_usage: 'Model usage' };
 
@@ -211,6 +213,7 @@ export function render(root, { signal, role }) {
           tokensEl,
         )
       : null,
+    cannedReplies({ signal, manages }),
     h(
       'section',
       { class: 'panel', 'aria-labelledby': 'billing-title' },
