@@ -342,8 +342,11 @@ export class Steps {
         if (conv.status === 'closed') outcome = 'ignored';
         else if (cmd.action === 'note') plan.addMessage(conv, { role: 'operator', kind: 'note', text: cmd.text, author_id: cmd.by });
         else {
-          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out.
+          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out. Paused
+          // meanwhile (the agent handed off): the hold the API set for the take-over goes all the same, or it would
+          // cancel the bot's replies after a resume.
           if (conv.status === 'active') plan.step(conv, { type: 'operator.pause', at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold: true });
+          else if (conv.hold_requested_at !== null) plan.touch(conv, { clearHold: true });
           plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending', author_id: cmd.by }, 'operator_reply');
         }
       } else {

@@ -355,3 +355,17 @@ t.test('another company: 404 everywhere, nothing changed', async (t) => {
   const late = await api('POST', `/api/conversations/${kettleId}/notes`, { token: alice.token, body: { text: 'after closing' } });
   t.equal(late.status, 409, 'no note on a closed conversation');
 });
+
+t.test('a take-over that finds the conversation paused meanwhile leaves no hold: the bot answers again once resumed', async (t) => {
+  await customerSays('race-1', 'is the shop open today');
+  const id = await conversationOf('race-1');
+  t.equal((await api('POST', `/api/conversations/${id}/pause`, { token: alice.token })).status, 200);
+  // What a reply's take-over leaves when it saw the conversation active and the agent handed it off before the worker took the reply.
+  await sql(svc.orm, 'update conversations set hold_requested_at = now() where id = ?', [id]);
+  t.equal((await api('POST', `/api/conversations/${id}/messages`, { token: apiToken, body: { text: 'Yes, until six.' } })).status, 200);
+  t.same(await sql(svc.orm, 'select hold_requested_at from conversations where id = ?', [id]), [{ hold_requested_at: null }], 'the hold is gone with the reply');
+  t.equal((await api('POST', `/api/conversations/${id}/resume`, { token: alice.token })).status, 200);
+  await customerSays('race-1', 'and tomorrow');
+  await eventually(async () => sentTo('race-1').some((b) => b.text === 'echo: and tomorrow') || null, 10_000, 'the bot answers after the resume');
+  t.pass('answered');
+});
