@@ -1,5 +1,6 @@
 import type { Config } from '../../lib/config.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
+import { expiringLookups } from '../../lib/expiring-lookups.js';
 import { answerDecision, answeringPassage } from '../../lib/agents/decision.js';
 import { agentProfile, builtinAnswer, DEFAULT_PASSAGES, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
 import { DEFAULT_ANSWER_LENGTH, wantsHuman } from '../../lib/agents/builtin.js';
@@ -184,32 +185,5 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       const version = config.base?.contentVersion ?? '0';
       return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
     },
-  };
-}
-
-/**
- * Values loaded at most once per `ttlMs` per key: callers that ask while a load runs share it
- * (lanes of one integration ask at once), and at most `maxEntries` keys are kept (the oldest
- * written goes first).
- */
-function expiringLookups<K, V>(ttlMs: number, maxEntries: number, now: () => number): (key: K, load: () => Promise<V>) => Promise<V> {
-  const values = new Map<K, { value: V; expires: number }>();
-  const loading = new Map<K, Promise<V>>();
-  return (key, load) => {
-    const hit = values.get(key);
-    if (hit && hit.expires > now()) return Promise.resolve(hit.value);
-    let pending = loading.get(key);
-    if (!pending) {
-      pending = load()
-        .then((value) => {
-          values.delete(key);
-          if (values.size >= maxEntries) values.delete(values.keys().next().value!);
-          values.set(key, { value, expires: now() + ttlMs });
-          return value;
-        })
-        .finally(() => loading.delete(key));
-      loading.set(key, pending);
-    }
-    return pending;
   };
 }

@@ -67,8 +67,9 @@ const COMMANDS = ['pause', 'resume', 'close'] as const;
 
 const toView = (c: Conversation) => conversationView(c);
 
-async function load(tenant: TenantScope, rawId: unknown): Promise<Conversation> {
-  const conv = await tenant.em.findOne(ConversationSchema, { id: idParam(rawId, 'Conversation') }, { populate: ['snapshot'] });
+/** The conversation the path names, or 404; its stored machine (large) only when the route shows its context. */
+async function load(tenant: TenantScope, rawId: unknown, withSnapshot = false): Promise<Conversation> {
+  const conv = await tenant.em.findOne(ConversationSchema, { id: idParam(rawId, 'Conversation') }, withSnapshot ? { populate: ['snapshot'] } : {});
   if (!conv) throw notFound('Conversation');
   return conv;
 }
@@ -314,7 +315,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
         },
       },
       errors: { NOT_FOUND: 'no such conversation', RATE_LIMITED: 'the company already has SSE_MAX_PER_COMPANY (50) streams open on this gateway; with Retry-After' },
-      load: loadConversation,
+      load: (req) => load(req.tenant!, req.params.id, true),
       handler: async ({ req, res, loaded: conv }) => {
         const tenant = req.tenant!;
         // Subscribed before the first event is written: nothing committed in between is missed.
