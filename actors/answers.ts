@@ -4,6 +4,7 @@ import { isDataError, sqlState } from '../lib/pg-errors.js';
 import type { Logger } from '../lib/logger.js';
 import { attachActiveTrace, tracing } from '../lib/tracing.js';
 import { collectedText } from '../machines/conversation.js';
+import { ModelCallCancelled } from '../lib/agents/openai-model.js';
 import type { AgentOutput, AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from './batcher.js';
 import type { FairSlots, Slot } from './fair-slots.js';
@@ -177,7 +178,8 @@ export class Answers {
 
   #cancelled(conversationId: number, messageId: string, err: unknown): AnyEventObject {
     this.#deps.logger.info({ conversationId, messageId }, 'host: the agent was cancelled (taken over)');
-    return { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)) };
+    const toolCalls = err instanceof ModelCallCancelled && err.toolCalls.length ? { toolCalls: err.toolCalls } : {};
+    return { type: 'xstate.error.actor.agent', error: err instanceof Error ? err : new Error(String(err)), ...toolCalls };
   }
 
   /** Commits an answer (an `answer` step), retrying a few times; null when stored, else the last error. */

@@ -302,6 +302,18 @@ export class Plan {
   }
 
   /**
+   * Logs something that happened to the conversation without changing it (an agent's tool
+   * call): a transition row from its state to the same state, with no actions.
+   */
+  log(conv: ConversationRow, type: string, payload: Record<string, unknown>): void {
+    conv.transition_seq += 1;
+    const t: NewTransition = { company_id: conv.company_id, conversation_id: conv.id, seq: conv.transition_seq, event: type, payload, from_state: conv.state, to_state: conv.state, actions: [] };
+    this.#transitions.push(t);
+    this.touch(conv);
+    this.#notices.push({ kind: 'transition', conv, t });
+  }
+
+  /**
    * The agent's lead moves, in this transaction (lib/leads.ts): a stage the pipeline does not
    * have moves nothing and is told in the transition log, like every move.
    */

@@ -9,7 +9,7 @@ import { attachTrace, recordSharedSpan, spanClock, traceOf, tracing, type Contex
 import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
 import { collectedText } from '../machines/conversation.js';
-import type { AgentOutput, ConversationEvent } from '../schema/conversation.js';
+import type { AgentOutput, ConversationEvent, ToolCallRecord } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentInputForRunner, AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from './batcher.js';
@@ -444,10 +444,21 @@ function receiptOf(env: InboundEnvelope, kind: string, conversationId: number | 
 /**
  * Applies an answer to a locked conversation, if its machine still waits for it; notes what
  * its model call costs or frees. A human who took over meanwhile (pause, transfer, close)
- * wins: the answer is kept for the record, never sent, never charged.
+ * wins: the answer is kept for the record, never sent, never charged. The company tools it
+ * called are logged (`tool.called`) in either case.
  */
 function applyAnswer(plan: Plan, conv: ConversationRow, messageId: string, event: AnyEventObject, settle: AnswerSettlement[]): void {
-  const output = (event as { output?: AgentOutput }).output;
+  let output = (event as { output?: AgentOutput }).output;
+  // The company tools the answer called happened whatever becomes of it (taken over and
+  // cancelled mid-answer included): each is a row of its own, before the answer's.
+  const calls = output?.toolCalls ?? (event as { toolCalls?: ToolCallRecord[] }).toolCalls;
+  if (calls) {
+    for (const call of calls) plan.log(conv, 'tool.called', { ...call });
+    const { toolCalls: _inOutput, ...rest } = output ?? {};
+    const { toolCalls: _inEvent, ...logged } = event as AnyEventObject & { toolCalls?: unknown };
+    event = output ? { ...logged, output: rest } : logged;
+    output = event.output as AgentOutput | undefined;
+  }
   const release = { companyId: conv.company_id, conversationId: conv.id, messageId, usage: null };
   if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== messageId) {
     if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, reply_to_id: messageId, delivery: 'cancelled' });

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { jetstream } from '@nats-io/jetstream';
 import { Registry } from 'prom-client';
+import { guardForUrl } from '../lib/address-guard.js';
 import type { Config } from '../lib/config.js';
+import { McpConnections } from '../lib/agents/tools/mcp-client.js';
 import { openSqlPool, type Orm } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { NatsConnection } from '../lib/nats.js';
@@ -86,7 +88,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // Bound once the host exists (the figures read it); a call cannot settle before.
   let metrics: WorkerMetrics | undefined;
   const observeModelCall: WorkerMetrics['observeModelCall'] = (seconds, outcome) => metrics?.observeModelCall(seconds, outcome);
-  const agent = createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall }, options.agentRunner);
+  // The companies' MCP servers: one client per server, reused by this worker's answers, closed with it.
+  const mcp = new McpConnections({ guardFor: (url) => guardForUrl(config, url) });
+  const agent = createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall, mcp, ledgerSql: quick }, options.agentRunner);
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
@@ -141,6 +145,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   try {
     await leases.start();
   } catch (err) {
+    await mcp.close();
     await sql.end();
     await quick.end();
     throw err;
@@ -174,6 +179,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         await leases.close();
         await outbox.close();
         host.close();
+        await mcp.close();
         await sql.end();
         await quick.end();
         logger.info('worker stopped');

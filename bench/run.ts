@@ -9,6 +9,7 @@ import { benchNats, keepResources, runCleanups, RUN_ID } from './lib/env.js';
 import { ForeignLoad } from './lib/load.js';
 import { note } from './lib/progress.js';
 import { startStandIn } from './lib/stand-in.js';
+import { runActions } from './sections/actions.js';
 import { runActors } from './sections/actors.js';
 import { runDrain, runScaleOut } from './sections/drain.js';
 import { runIngestion } from './sections/ingestion.js';
@@ -24,7 +25,7 @@ import { runWebchat } from './sections/webchat.js';
 import type { BenchContext, Row, SectionResult } from './sections/types.js';
 
 /**
- * `npm run bench`: the benchmark suite (issues #8, #17, #19). Runs the chosen sections against real
+ * `npm run bench`: the benchmark suite (issues #8, #17, #19, #30). Runs the chosen sections against real
  * NATS and PostgreSQL with the roles as child processes, prints a table (stdout), writes
  * bench/results/latest.json, removes its databases and streams. Progress goes to stderr.
  * See bench/README.md.
@@ -74,6 +75,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   trust: runTrust,
   trip: runTrip,
   inbox: runInbox,
+  actions: runActions,
 };
 
 const startedAt = new Date();

@@ -25,6 +25,7 @@ import { accessLog, createMetrics, observeRequests, type RequestObserver } from 
 import { RouteTable } from './http/route-table.js';
 import { secureRequestRule } from './http/secure-request.js';
 import { storableQuery } from './http/validate.js';
+import { actionRoutes } from './routes/actions.js';
 import { agentRoutes } from './routes/agents.js';
 import { analyticsRoutes } from './routes/analytics.js';
 import { apiDocsRoutes } from './routes/api-docs.js';
@@ -37,6 +38,8 @@ import { dashboard } from './routes/dashboard.js';
 import { healthRoutes, metricsGuard } from './routes/health.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { leadRoutes } from './routes/leads.js';
+import { mcpServerRoutes } from './routes/mcp-servers.js';
+import { toolCallRoutes } from './routes/tool-calls.js';
 import { userRoutes } from './routes/users.js';
 import type { WebhookActivityOptions } from './webhook/activity.js';
 import { webhookIngress, webhookPostRouteDoc } from './webhook/ingress.js';
@@ -155,7 +158,11 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // A company's own prefixes: any path under them needs the credential before it is matched.
   // The company's setup needs an admin (operators get 403 FORBIDDEN); conversations and leads any user.
   routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session', role: 'admin' });
-  routes.mount('/api/agents', [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger })], { access: 'any', role: 'admin' });
+  routes.mount(
+    '/api/agents',
+    [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger }), ...actionRoutes(secrets, config), ...mcpServerRoutes(secrets, config), ...toolCallRoutes()],
+    { access: 'any', role: 'admin' },
+  );
   routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any', role: 'admin' });
   routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger }), ...knowledgeGapRoutes({ sql, now })], { access: 'any', role: 'admin' });
   routes.mount('/api/users', userRoutes({ config, team, now }), { access: 'any' });

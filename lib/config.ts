@@ -48,6 +48,7 @@ export const DEFAULT_QUOTAS: Quotas = Object.freeze({
   users: 200,
   cannedReplies: 1_000,
   actionsPerAgent: 50,
+  mcpServersPerAgent: 10,
 });
 const QUOTA_VARIABLES: Record<keyof Quotas, string> = {
   agents: 'QUOTA_AGENTS',
@@ -59,6 +60,7 @@ const QUOTA_VARIABLES: Record<keyof Quotas, string> = {
   users: 'QUOTA_USERS',
   cannedReplies: 'QUOTA_CANNED_REPLIES',
   actionsPerAgent: 'QUOTA_ACTIONS_PER_AGENT',
+  mcpServersPerAgent: 'QUOTA_MCP_SERVERS_PER_AGENT',
 };
 
 const DEV_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';
@@ -161,6 +163,7 @@ export interface Quotas {
   readonly users: number;
   readonly cannedReplies: number;
   readonly actionsPerAgent: number;
+  readonly mcpServersPerAgent: number;
 }
 
 export interface TracingConfig {

@@ -2,6 +2,8 @@
 // Plain TypeScript types only: no runtime code. Everything in the context is
 // JSON-serialisable because the snapshot is persisted.
 
+import type { ToolCallStatus } from './action-entities.js';
+
 /** One `dialog_transferred` status event recorded in the shared context. */
 export interface ConversationTransfer {
   requestId: number;
@@ -168,10 +170,30 @@ export interface AnswerDecision {
   best: DecisionPassage | null;
 }
 
-/** What every answer may carry besides its text: the lead stage the agent moved the customer to (its set_lead_stage tool), the decision behind it. */
+/**
+ * One call of a company tool (an HTTP action or an MCP tool) an answer made, as the
+ * transition log shows it (a `tool.called` row; contract.md § Agent actions): `args` with
+ * secrets redacted; `reused`: an earlier attempt at the same answer made it, its outcome given again.
+ */
+export interface ToolCallRecord {
+  name: string;
+  source: 'action' | 'mcp';
+  args: Record<string, unknown>;
+  status: Exclude<ToolCallStatus, 'started'>;
+  httpStatus?: number;
+  ms: number;
+  error?: string;
+  reused?: boolean;
+}
+
+/**
+ * What every answer may carry besides its text: the lead stage the agent moved the customer to (its set_lead_stage tool), the decision behind it,
+ * the company tools it called (logged as rows of their own when the answer is committed, not with it).
+ */
 interface AgentOutputExtras {
   leadStage?: string;
   decision?: AnswerDecision;
+  toolCalls?: ToolCallRecord[];
 }
 
 export type AgentOutput = AgentOutputExtras &

@@ -1,6 +1,7 @@
 import { BigIntType, EntitySchema } from '@mikro-orm/core';
 import { conversationEntities } from './conversation-entities.js';
 import { leadEntities } from './lead-entities.js';
+import { actionEntities } from './action-entities.js';
 import type { BusinessHours } from '../lib/agents/hours.js';
 
 /**
@@ -555,4 +556,5 @@ export const entities = [
   IntegrationSchema,
   ...conversationEntities,
   ...leadEntities,
+  ...actionEntities,
 ];

@@ -6,6 +6,8 @@ import { agentProfile, builtinAnswer, DEFAULT_PASSAGES, handoff, modelAnswer, ty
 import { DEFAULT_ANSWER_LENGTH, wantsHuman } from '../../lib/agents/builtin.js';
 import { ModelCallCancelled, type ModelCall } from '../../lib/agents/openai-model.js';
 import { directAdmission, type CreditAdmission } from '../../lib/credit.js';
+import type { McpConnections } from '../../lib/agents/tools/mcp-client.js';
+import { loadAgentTools, type AgentTools } from '../../lib/agents/tools/toolbox.js';
 import { DEFAULT_HISTORY_TOKEN_BUDGET } from '../../lib/agents/prompt.js';
 import { loadBaseInfo, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
 import { bestKnowledgeMatches, searchText, type AnswerCandidates, type Question } from '../../lib/knowledge/search.js';
@@ -42,6 +44,10 @@ import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPa
  *   (priced by pricing.ts, the agent's `model.pricing` winning) and keeps its reservation;
  *   the host settles both when, and only when, it commits the answer (and releases the
  *   reservation of an answer it discards). A call cancelled through `input.signal` throws.
+ *   The company's own tools (its actions and the tools of its connected MCP servers) are
+ *   loaded with the config, by one more statement (a built-in agent costs none), and offered
+ *   to the model (lib/agents/answer.ts, lib/agents/tools/toolbox.ts); MCP tools are called
+ *   through the worker's `mcp` connections.
  *
  * Nothing relevant in the knowledge base: the agent's `onNoAnswer` (answer.ts). Every
  * handoff carries the agent's `handoffMessage`, which the host sends to the customer. Agent
@@ -78,11 +84,21 @@ export interface AgentRunnerDeps {
   vectors?: VectorIndex;
   /** Told of every model call's duration and outcome (the worker's metrics). */
   observeModelCall?: ModelCall['onSettled'];
+  /** The worker's MCP clients (none: MCP tools are answered that they cannot be called). */
+  mcp?: McpConnections;
+  /**
+   * Where the tool-call ledger is written (default `sql`): the worker's pool whose commits do
+   * not wait for the disk. A row is lost only if PostgreSQL itself crashes within a fraction
+   * of a second of its commit, and then the answer is lost with it; a crash of ours loses none.
+   */
+  ledgerSql?: SqlPool;
 }
 
 interface AgentConfig {
   profile: AgentProfile;
   base: KnowledgeBaseInfo | null;
+  /** A model agent's own tools (null: a built-in agent). */
+  tools: AgentTools | null;
 }
 
 /** How an agent answers (actors/agents/types.ts AnswerPath): from its provider, never from what happens to be cached. */
@@ -114,8 +130,12 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       const { em } = tenantScope(orm, companyId);
       const a = await em.findOne(AgentSchema, { id: agentId }, { populate: ['modelApiKeySealed'] });
       if (!a) return null;
-      const base = a.knowledgeBaseId === null ? null : await loadBaseInfo(sql, secrets, deps.config, companyId, a.knowledgeBaseId);
-      return { profile: agentProfile(a), base };
+      const profile = agentProfile(a);
+      const [base, tools] = await Promise.all([
+        a.knowledgeBaseId === null ? null : loadBaseInfo(sql, secrets, deps.config, companyId, a.knowledgeBaseId),
+        profile.provider === 'openai' ? loadAgentTools(sql, companyId, agentId) : null,
+      ]);
+      return { profile, base, tools };
     });
   }
 
@@ -160,6 +180,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       signal: input.signal,
       slot: input.slot,
       onDelta: input.onDelta,
+      ...(config.tools ? { tools: { tools: config.tools, mcp: deps.mcp ?? null, conversationId: input.conversationId, ledger: deps.ledgerSql ?? sql } } : {}),
       passages,
       historyTokenBudget: historyBudget,
       model: modelOptions,

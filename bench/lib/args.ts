@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox', 'actions'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -57,6 +57,12 @@ export interface BenchArgs {
   modelsConcurrency: number;
   /** Models: the Chat2Desk stand-in's answer time for a send, ms. */
   helpdeskLatency: number;
+  /** Actions: customers of each run (one message each), without and with the agent's action. */
+  actionsCustomers: number;
+  /** Actions: the model stand-in's answer time per turn, ms. */
+  actionsModelLatency: number;
+  /** Actions: the order API stand-in's answer time, ms. */
+  actionsLatency: number;
   /** Inbox: conversations of the one company (ten messages each on average). */
   inboxConversations: number;
   /** Inbox: list requests per filter. */
@@ -100,6 +106,8 @@ export const USAGE = `npm run bench -- [flags]
   models    --models-burst N (5000)  --models-other N (20)  --models-latency MS (1000)
             --models-concurrency N (the worker's MODEL_MAX_CONCURRENCY; default: its default)
             --helpdesk-latency MS (150)
+  actions   --actions-customers N (300)  --actions-model-latency MS (1000 per model turn)
+            --actions-latency MS (100, the action's API)  --helpdesk-latency MS (150)
   inbox     --inbox-conversations N (100000; ten messages each)  --inbox-requests N (200 per filter)
             --inbox-streams N (50)  --inbox-rate R (100 msg/s)  --inbox-duration S (20)
 
@@ -168,6 +176,9 @@ export function parseArgs(argv: string[]): BenchArgs {
     modelsLatency: 1_000,
     modelsConcurrency: 0,
     helpdeskLatency: 150,
+    actionsCustomers: 300,
+    actionsModelLatency: 1_000,
+    actionsLatency: 100,
     inboxConversations: 100_000,
     inboxRequests: 200,
     inboxStreams: 50,
@@ -192,6 +203,7 @@ export function parseArgs(argv: string[]): BenchArgs {
       knowledgeSearches: 300,
       ingestionDocs: 10,
       modelsBurst: 1_000,
+      actionsCustomers: 100,
       inboxConversations: 20_000,
       inboxRequests: 100,
       inboxDuration: 10,
@@ -243,6 +255,9 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'models-latency': a.modelsLatency = Math.round(num(flag, value())); break;
       case 'models-concurrency': a.modelsConcurrency = Math.round(num(flag, value())); break;
       case 'helpdesk-latency': a.helpdeskLatency = Math.round(num(flag, value())); break;
+      case 'actions-customers': a.actionsCustomers = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'actions-model-latency': a.actionsModelLatency = Math.round(num(flag, value())); break;
+      case 'actions-latency': a.actionsLatency = Math.round(num(flag, value())); break;
       case 'inbox-conversations': a.inboxConversations = Math.max(100, Math.round(num(flag, value()))); break;
       case 'inbox-requests': a.inboxRequests = Math.max(1, Math.round(num(flag, value()))); break;
       case 'inbox-streams': a.inboxStreams = Math.max(1, Math.min(50, Math.round(num(flag, value())))); break;

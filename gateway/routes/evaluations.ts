@@ -1,8 +1,11 @@
+import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { agentProfile } from '../../lib/agents/answer.js';
 import { evaluateCase, EXPECT_HANDOFF, type CaseResult, type EvaluationCase } from '../../lib/agents/evaluate.js';
+import { McpConnections } from '../../lib/agents/tools/mcp-client.js';
+import { loadAgentTools } from '../../lib/agents/tools/toolbox.js';
 import { loadBaseInfo } from '../../lib/knowledge/retrieve.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
@@ -19,7 +22,9 @@ import { loadPathAgent } from './agents.js';
  * `POST /api/agents/:id/evaluations {cases:[{question, expect:[phrase…] | "handoff"}]}` runs the agent's
  * answer path on each question (lib/agents/evaluate.ts; nothing is sent to anyone, no
  * conversation is touched) and keeps the result; `GET /api/agents/:id/evaluations` pages
- * through them, newest first.
+ * through them, newest first. A model agent's own tools are offered as to a customer; those
+ * that change data are not called (lib/agents/tools/toolbox.ts), and the calls are in the
+ * agent's tool-call ledger with no conversation.
  */
 export const MAX_CASES = 50;
 /** Cases answered at once (a model agent's calls run in parallel up to this). */
@@ -109,16 +114,23 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
         const profile = agentProfile(agent);
         const base = agent.knowledgeBaseId === null ? null : await loadBaseInfo(deps.sql, deps.secrets, deps.config, tenant.companyId, agent.knowledgeBaseId);
         const answerDeps = { sql: deps.sql, vectors: deps.vectors, secrets: deps.secrets, urls: deps.config, logger: deps.logger.child({ agentId: agent.id, evaluation: true }) };
+        const tools = profile.provider === 'openai' ? await loadAgentTools(deps.sql, tenant.companyId, agent.id) : null;
+        // This evaluation's own MCP clients (the gateway keeps none), closed with it.
+        const mcp = tools?.size ? new McpConnections({ guardFor: (url) => guardForUrl(deps.config, url) }) : null;
         const results: CaseResult[] = new Array(cases.length);
         let next = 0;
-        await Promise.all(
-          Array.from({ length: Math.min(CONCURRENCY, cases.length) }, async () => {
-            while (next < cases.length) {
-              const i = next++;
-              results[i] = await evaluateCase(answerDeps, profile, base, cases[i]!);
-            }
-          }),
-        );
+        try {
+          await Promise.all(
+            Array.from({ length: Math.min(CONCURRENCY, cases.length) }, async () => {
+              while (next < cases.length) {
+                const i = next++;
+                results[i] = await evaluateCase(answerDeps, profile, base, cases[i]!, tools ? { tools, mcp, conversationId: null } : undefined);
+              }
+            }),
+          );
+        } finally {
+          await mcp?.close();
+        }
         const passed = results.filter((r) => r.pass).length;
         const evaluation = tenant.em.create(AgentEvaluationSchema, { companyId: tenant.companyId, agentId: agent.id, passed, failed: results.length - passed, cases: results, createdAt: new Date() });
         await tenant.em.flush();

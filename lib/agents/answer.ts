@@ -15,11 +15,14 @@ import type { Agent, ModelPricing } from '../../schema/entities.js';
 import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
 import { answerDecision, answeringPassage, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
 import type { BusinessHours } from './hours.js';
-import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall } from './openai-model.js';
+import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall, type ModelResult } from './openai-model.js';
 import { costUsd, pricingFor, reservationUsd } from './pricing.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
-import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET, type HistoryMessage } from './prompt.js';
+import { buildPrompt, DEFAULT_HISTORY_TOKEN_BUDGET, type ChatMessage, type HistoryMessage } from './prompt.js';
 import { promisedAction } from './promises.js';
+import { MAX_TOOL_TIMEOUT_MS } from './tools/action-request.js';
+import type { McpConnections } from './tools/mcp-client.js';
+import { MAX_TOOL_CALLS_PER_ANSWER, Toolbox, type AgentTools } from './tools/toolbox.js';
 
 /**
  * An agent's answer path, shared by the worker (actors/agents/runner.ts, for customers) and
@@ -176,7 +179,22 @@ export interface ModelAnswerOptions {
   model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs' | 'onSettled'>;
   /** Streams the model's answer: each piece of its text as it arrives (a preview for webchat; the output stays the whole answer). */
   onDelta?: (text: string) => void;
+  /** The company's tools the agent is offered (lib/agents/tools/toolbox.ts); none: only the built-in ones. */
+  tools?: AnswerTools;
 }
+
+export interface AnswerTools {
+  tools: AgentTools;
+  /** The process's MCP clients (null: MCP tools cannot be called). */
+  mcp: McpConnections | null;
+  /** The conversation answered (null: an evaluation). */
+  conversationId: number | null;
+  /** Where the tool-call ledger is written (default: the answer's pool); the worker's commits that need not wait for the disk. */
+  ledger?: SqlClient;
+}
+
+/** Model turns of one answer at most: one per company tool call, and the answer after the last. */
+const MAX_TURNS = MAX_TOOL_CALLS_PER_ANSWER + 1;
 
 export interface ModelAnswer {
   output: AgentOutput;
@@ -211,6 +229,13 @@ const RESERVATION_MARGIN_MS = 60_000;
  * (priced) and keeps its reservation for the caller to settle; a failed one releases it and
  * hands off with `model_failed`, costing nothing. A call cancelled through `signal` releases
  * it and throws.
+ *
+ * With company tools (`o.tools`) an answer may take several model turns: the calls the model
+ * asks for are made (lib/agents/tools/toolbox.ts: the limit, the ledger, fairness,
+ * cancellation), their results appended as `tool` messages, and the model asked again, until
+ * it answers (offered no company tool once the limit is reached). The answer's usage is the
+ * sum of its turns', under the one reservation made for the first; its `toolCalls` are the
+ * calls' records, and the calls that succeeded ground what the reply says they did.
  */
 export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, base: KnowledgeBaseInfo | null, question: string, o: ModelAnswerOptions): Promise<ModelAnswer> {
   // Fields added only when something is logged (a child logger per call would cost every call).
@@ -240,10 +265,12 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   const bestHit = answeringPassage(hits);
   const decide = (kind: AnswerDecision['kind']) =>
     answerDecision(talk.kind && !asked ? talk.kind : kind, { knowledgeBaseId: base?.id ?? null, question: asked || question, threshold: agent.relevanceThreshold, best: bestHit && decisionPassage(bestHit) });
+  const tools = o.tools && o.tools.tools.size > 0 ? o.tools : null;
   const messages = buildPrompt({
     systemPrompt: agent.systemPrompt,
     passages: found.map((p) => ({ title: p.heading ? `${p.title} › ${p.heading}` : p.title, snippet: p.content })),
     hasKnowledgeBase: base !== null,
+    hasTools: tools !== null,
     history: o.history,
     message: question,
     historyTokenBudget: o.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET,
@@ -253,7 +280,9 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   const budgetMs = o.model?.retryBudgetMs ?? DEFAULT_MODEL_RETRY_BUDGET_MS;
   // The longest a call may take, retries and a slowed server included.
   const callMs = Math.max(o.model?.totalTimeoutMs ?? DEFAULT_MODEL_TOTAL_TIMEOUT_MS, budgetMs + (o.model?.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS));
-  const request = { companyId: agent.companyId, agentId: agent.agentId, messageId: o.messageId, amountUsd: reservationUsd(messages, pricing), ttlMs: callMs + RESERVATION_MARGIN_MS };
+  // An answer with tools takes up to MAX_TURNS calls, and its tool calls between them.
+  const answerMs = tools ? MAX_TURNS * callMs + MAX_TOOL_CALLS_PER_ANSWER * MAX_TOOL_TIMEOUT_MS : callMs;
+  const request = { companyId: agent.companyId, agentId: agent.agentId, messageId: o.messageId, amountUsd: reservationUsd(messages, pricing), ttlMs: answerMs + RESERVATION_MARGIN_MS };
   const slot = o.slot ?? NO_SLOT;
   const reservation = await deps.credit.reserve(request, { deadlineMs: budgetMs, signal: o.signal, away: (wait) => slot.away(wait) });
   if (o.signal?.aborted) {
@@ -270,50 +299,99 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     return none(handoff(agent, 'no_credit', { detail: `the credit left (${formatUsd(reservation.availableUsd)} USD) does not cover the call's estimated cost (${formatUsd(request.amountUsd)} USD)` }));
   }
 
-  let result;
+  const toolbox = tools
+    ? new Toolbox(
+        tools.tools,
+        { sql: tools.ledger ?? deps.sql, secrets: deps.secrets, guardFor: (url) => guardForUrl(deps.urls, url), mcp: tools.mcp, logger: deps.logger },
+        { companyId: agent.companyId, agentId: agent.agentId, conversationId: tools.conversationId, messageId: o.messageId, signal: o.signal, slot },
+      )
+    : null;
+  const called = () => (toolbox?.records.length ? { toolCalls: toolbox.records } : {});
+  const turns: ModelResult[] = [];
+  let result: ModelResult | undefined;
+  /** The calls are being made: a failure now is the ledger's, not the model's. */
+  let calling = false;
   try {
-    result = await callChatModel({
-      baseUrl: agent.baseUrl, apiKey, model: agent.modelName, messages, signal: o.signal, slot, guard: guardForUrl(deps.urls, agent.baseUrl), onDelta: o.onDelta, ...o.model,
-    });
+    const chat: ChatMessage[] = [...messages];
+    for (;;) {
+      result = await callChatModel({
+        baseUrl: agent.baseUrl, apiKey, model: agent.modelName, messages: chat, signal: o.signal, slot, guard: guardForUrl(deps.urls, agent.baseUrl), onDelta: o.onDelta,
+        ...(toolbox ? { tools: toolbox.offered } : {}), ...o.model,
+      });
+      turns.push(result);
+      if (!result.toolCalls || !toolbox || turns.length >= MAX_TURNS) break;
+      calling = true;
+      chat.push(result.toolCalls.message, ...(await toolResults(toolbox, result.toolCalls)));
+      calling = false;
+      // A handoff or close asked for with the calls still ends the answer.
+      if (result.kind !== 'reply') break;
+    }
   } catch (err) {
     await release(deps, agent.companyId, reservation.reservationId);
-    if (err instanceof ModelCallCancelled) throw err;
+    if (err instanceof ModelCallCancelled || o.signal?.aborted) {
+      const cancelled = err instanceof ModelCallCancelled ? err : new ModelCallCancelled();
+      cancelled.toolCalls = toolbox?.records ?? [];
+      throw cancelled;
+    }
+    // The ledger could not be written: the answer cannot be worked out now (the caller asks again; the ledger keeps the calls at most once).
+    if (calling) throw err;
     log('warn', { err: (err as Error).message }, 'agent: the model failed after its retries; handing off (no charge)');
-    return none(handoff(agent, 'model_failed', { detail: (err as Error).message }));
+    return none(handoff(agent, 'model_failed', { detail: (err as Error).message, ...called() }));
   }
+  // A turn that asked for tools says nothing to the customer (its text, if any, is the model thinking aloud).
+  if (result!.toolCalls && result!.kind === 'reply') result = { ...result!, text: null };
+  result = result!;
   // Priced and recorded under the configured model name (the agent's choice, what
   // `model.pricing` overrides); the server's own name may carry a snapshot date.
-  const usage = {
-    agentId: agent.agentId,
-    model: agent.modelName,
-    inputTokens: result.inputTokens,
-    outputTokens: result.outputTokens,
-    costUsd: costUsd(result.inputTokens, result.outputTokens, pricing),
-  };
-  if (!result.usageReported) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
+  const inputTokens = turns.reduce((n, r) => n + r.inputTokens, 0);
+  const outputTokens = turns.reduce((n, r) => n + r.outputTokens, 0);
+  const usage = { agentId: agent.agentId, model: agent.modelName, inputTokens, outputTokens, costUsd: costUsd(inputTokens, outputTokens, pricing) };
+  if (turns.some((r) => !r.usageReported)) log('warn', { usage }, 'agent: the model server reported no token usage; charging an estimate');
   // Every answer records its decision: the model answered (from the passages given, whose best confidence the reply shows) or did not.
   const held = (output: AgentOutput): ModelAnswer => ({
     output: {
       ...output,
       ...(output.kind === 'reply' && output.sources?.length && output.confidence === undefined ? { confidence: found[0]!.confidence } : {}),
       decision: output.decision ?? decide(output.kind === 'handoff' ? 'no_answer' : 'answer'),
+      ...called(),
     },
     reservationId: reservation.reservationId,
   });
-  const extras = result.leadStage ? { leadStage: result.leadStage } : {};
+  // The last stage the model moved the lead to, in whichever turn.
+  const leadStage = turns.findLast((r) => r.leadStage)?.leadStage;
+  const extras = leadStage ? { leadStage } : {};
   // A reply (or last words) promising what no tool did is not sent: the customer would wait for it (lib/agents/promises.ts).
-  const promise = result.text && result.kind !== 'handoff' ? promisedAction(result.text, found.map((h) => `${h.title}\n${h.heading ?? ''}\n${h.content}`)) : null;
+  // What the tools that succeeded did and gave is no promise.
+  const done = toolbox?.done ?? [];
+  const groundedBy = [...found.map((h) => `${h.title}\n${h.heading ?? ''}\n${h.content}`), ...done.map((d) => `${d.name}\n${d.description}\n${JSON.stringify(d.result)}`)];
+  const promise = result.text && result.kind !== 'handoff' ? promisedAction(result.text, groundedBy, done) : null;
   if (promise) {
     log('info', { promise }, 'agent: the model promised an action no tool performed; the reply is withheld');
     const withheldFields = { usage, withheld: result.text!, decision: decide('no_answer'), ...extras };
     if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, sources: [], ...withheldFields });
     return held(handoff(agent, 'no_answer', { detail: `the model's reply promised an action no tool performed ("${promise}")`, ...withheldFields }));
   }
-  if (result.kind === 'reply' && (result.text || result.leadStage)) return held({ kind: 'reply', text: result.text ?? '', usage, sources: found.map(sourceOf), ...extras });
+  if (result.kind === 'reply' && (result.text || leadStage)) return held({ kind: 'reply', text: result.text ?? '', usage, sources: found.map(sourceOf), ...extras });
   if (result.kind === 'close') return held({ kind: 'close', reason: result.closeReason ?? 'close_conversation', ...(result.text ? { text: result.text } : {}), usage, ...extras });
   // The model asked for a human: its tokens were spent, so they are charged.
   if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], decision: decide('no_answer'), ...extras });
-  return held(handoff(agent, 'no_answer', { usage, ...(result.handoffReason ? { detail: result.handoffReason } : {}), ...extras }));
+  const why = result.handoffReason ?? (result.kind === 'reply' ? 'empty answer' : undefined);
+  return held(handoff(agent, 'no_answer', { usage, ...(why ? { detail: why } : {}), ...extras }));
+}
+
+/**
+ * The `tool` messages answering a turn's calls, in order: each company tool's result
+ * (lib/agents/tools/toolbox.ts), and a short acknowledgement of a built-in call among them (a
+ * lead stage, set when the answer is committed): every call of the assistant message needs its answer.
+ */
+async function toolResults(toolbox: Toolbox, asked: NonNullable<ModelResult['toolCalls']>): Promise<ChatMessage[]> {
+  const out: ChatMessage[] = [];
+  const company = new Map(asked.calls.map((c) => [c.id, c]));
+  for (const c of asked.message.role === 'assistant' ? (asked.message.tool_calls ?? []) : []) {
+    const call = company.get(c.id);
+    out.push({ role: 'tool', tool_call_id: c.id, content: call ? await toolbox.run(call) : JSON.stringify({ result: 'noted' }) });
+  }
+  return out;
 }
 
 /** Releases a reservation whose call ended without an answer to charge (a failure to release is left to the expiry sweep). */

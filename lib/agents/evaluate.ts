@@ -3,7 +3,7 @@ import { inTransaction, type SqlPool } from '../db.js';
 import { DEFAULT_HANDOFF_TEXT } from '../conversations.js';
 import type { KnowledgeBaseInfo } from '../knowledge/retrieve.js';
 import type { AgentOutput, AnswerDecision, DecisionPassage, ReplySource } from '../../schema/conversation.js';
-import { builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from './answer.js';
+import { builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps, type AnswerTools } from './answer.js';
 import { wantsHuman } from './builtin.js';
 import { answerDecision } from './decision.js';
 
@@ -91,13 +91,14 @@ function caseResult(c: EvaluationCase, out: AgentOutput): CaseResult {
   };
 }
 
-export async function evaluateCase(deps: AnswerDeps & { sql: SqlPool }, agent: AgentProfile, base: KnowledgeBaseInfo | null, c: EvaluationCase): Promise<CaseResult> {
+/** `tools`: a model agent's own tools (a test calls only those that change no data). */
+export async function evaluateCase(deps: AnswerDeps & { sql: SqlPool }, agent: AgentProfile, base: KnowledgeBaseInfo | null, c: EvaluationCase, tools?: AnswerTools): Promise<CaseResult> {
   if (wantsHuman(c.question)) {
     const decision = answerDecision('asked_for_human', { knowledgeBaseId: base?.id ?? null, question: c.question, threshold: agent.relevanceThreshold });
     return caseResult(c, handoff(agent, 'asked_for_human', { decision }));
   }
   if (agent.provider === 'builtin') return caseResult(c, await builtinAnswer(deps, agent, base, c.question));
-  const { output, reservationId } = await modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, agent, base, c.question, { history: [], messageId: null });
+  const { output, reservationId } = await modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, agent, base, c.question, { history: [], messageId: null, ...(tools ? { tools } : {}) });
   const usage = output.usage;
   if (usage) {
     await inTransaction(deps.sql, (client) => chargeModelUsage(client, { companyId: agent.companyId, conversationId: null, messageId: null, reservationId, ...usage }));

@@ -6,8 +6,9 @@ import { inSpan, SpanKind, tracingEnabled } from '../tracing.js';
 import { MAX_MODEL_ANSWER_BYTES, modelServer, type ModelServer } from './model-servers.js';
 import { readChatStream } from './model-stream.js';
 import { MAX_RETRY_AFTER_MS, OutboundError, outboundErrorIn, retryAfterMs } from '../outbound-errors.js';
-import { estimateTokens, type ChatMessage } from './prompt.js';
+import { estimateTokens, type ChatMessage, type ChatToolCall } from './prompt.js';
 import { NO_SLOT, type CallSlot } from './slots.js';
+import type { ToolCallRecord } from '../../schema/conversation.js';
 
 /**
  * One call to an OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
@@ -33,6 +34,11 @@ import { NO_SLOT, type CallSlot } from './slots.js';
  *   over nothing (the stored reply is the whole answer, whichever attempt gave it).
  * Any other failure rejects with ModelCallFailed; its message names the status, never the
  * server's own text (it is shown to operators in the transition log).
+ *
+ * One call is one model turn. The company's own tools (`tools`, lib/agents/tools/toolbox.ts)
+ * are offered after the built-in ones; the calls of them the model asks for come back in
+ * `toolCalls` with the assistant message to append before their results, and the caller
+ * makes them and asks again (lib/agents/answer.ts modelAnswer).
  */
 export const DEFAULT_MODEL_TIMEOUT_MS = 20_000;
 export const DEFAULT_MODEL_MAX_RETRIES = 2;
@@ -71,6 +77,21 @@ export interface ModelCall {
   onSettled?: (seconds: number, outcome: ModelCallOutcome) => void;
   /** Streams the answer: each piece of its text, as it arrives (see above). */
   onDelta?: (text: string) => void;
+  /** The company's tools offered besides the built-in ones (none: only those). */
+  tools?: readonly ToolDefinition[];
+}
+
+/** A function tool as a chat-completions request offers it. */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** A call of a company tool the model asked for: `arguments` is the model's JSON text. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 export type ModelCallOutcome = 'reply' | 'handoff' | 'close' | 'failed' | 'cancelled';
@@ -91,10 +112,18 @@ export interface ModelResult {
   usageReported: boolean;
   /** The model the server says answered (falls back to the requested one). */
   model: string;
+  /**
+   * Only when company tools were offered: the calls of them (or of names not offered) the
+   * model asked for, and its message asking for them, to append before their results. With
+   * a handoff or close in the same turn, those still end the answer.
+   */
+  toolCalls?: { calls: ModelToolCall[]; message: ChatMessage };
 }
 
 /** The conversation was taken over: the call was aborted on purpose. */
 export class ModelCallCancelled extends Error {
+  /** The company tools the answer had called before it was cancelled: they happened, and are logged. */
+  toolCalls: ToolCallRecord[] = [];
   constructor() {
     super('model call cancelled: a human took the conversation over');
     this.name = 'ModelCallCancelled';
@@ -260,7 +289,7 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   const budgetEnd = started + (call.retryBudgetMs ?? DEFAULT_MODEL_RETRY_BUDGET_MS);
   const deadline = new Deadline(totalMs);
   const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
-  const body = { model: call.model, messages: call.messages, tools: TOOL_DEFINITIONS };
+  const body = { model: call.model, messages: call.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[], tools: call.tools?.length ? [...TOOL_DEFINITIONS, ...call.tools] : TOOL_DEFINITIONS };
   let failures = 0;
   let slowDowns = 0;
   /** The call met a slowed-down server: its deadline is the retry budget. */
@@ -347,15 +376,17 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
 
   const choice = completion.choices?.[0];
   const text = typeof choice?.message?.content === 'string' ? storable(choice.message.content).trim() : '';
-  const calls = choice?.message?.tool_calls ?? [];
-  const called = (name: string) => calls.find((c) => c.type === 'function' && c.function.name === name);
+  const calls = (choice?.message?.tool_calls ?? []).filter((c) => c.type === 'function');
+  const called = (name: string) => calls.find((c) => c.function.name === name);
   const reportedIn = completion.usage?.prompt_tokens;
   const reportedOut = completion.usage?.completion_tokens ?? 0;
   const usageReported = isTokenCount(reportedIn) && isTokenCount(reportedOut);
   // A server that reports no (believable) usage is charged by an estimate, never silently for free.
-  const inputTokens = usageReported ? reportedIn : call.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
+  const inputTokens = usageReported ? reportedIn : call.messages.reduce((n, m) => n + estimateTokens(textOf(m)), 0);
   const outputTokens = usageReported ? reportedOut : text ? estimateTokens(text) : 0;
-  const base = { inputTokens, outputTokens, usageReported, model: completion.model || call.model };
+  const companyCalls = call.tools?.length ? calls.filter((c) => !BUILT_IN_TOOLS.has(c.function.name)) : [];
+  const toolCalls = companyCalls.length ? { toolCalls: askedFor(calls, companyCalls, text) } : {};
+  const base = { inputTokens, outputTokens, usageReported, model: completion.model || call.model, ...toolCalls };
   const stageCall = called(LEAD_STAGE_TOOL);
   const leadStage = stageCall ? toolArgument(stageCall, 'stage') : null;
   const extras = leadStage ? { leadStage } : {};
@@ -363,10 +394,36 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   if (handoffCall) return { kind: 'handoff', text: null, handoffReason: toolArgument(handoffCall, 'reason') ?? HANDOFF_TOOL, ...extras, ...base };
   const closeCall = called(CLOSE_TOOL);
   if (closeCall) return { kind: 'close', text: text || null, closeReason: toolArgument(closeCall, 'reason') ?? CLOSE_TOOL, ...extras, ...base };
+  // The model is not done: its answer comes in a later turn, after the calls.
+  if (companyCalls.length) return { kind: 'reply', text, ...extras, ...base };
   // A lead moved without a word: nothing to send, not a failure to answer.
   if (!text && leadStage) return { kind: 'reply', text: '', ...extras, ...base };
   if (!text) return { kind: 'handoff', text: null, handoffReason: 'empty answer', ...base };
   return { kind: 'reply', text, ...extras, ...base };
+}
+
+const BUILT_IN_TOOLS = new Set([HANDOFF_TOOL, CLOSE_TOOL, LEAD_STAGE_TOOL]);
+
+/** A message's text as counted for an estimate of its tokens (a tool call's name and arguments count too). */
+function textOf(m: ChatMessage): string {
+  if (m.role !== 'assistant') return m.content;
+  return (m.content ?? '') + (m.tool_calls ?? []).map((c) => c.function.name + c.function.arguments).join('');
+}
+
+type FunctionCall = { id: string; function: { name: string; arguments: string } };
+
+/**
+ * The company tool calls of a turn and the assistant message to append before their results:
+ * it carries every call of the turn (a set_lead_stage among them too, which the caller answers),
+ * each with an id (a server that gave none gets one).
+ */
+function askedFor(all: FunctionCall[], company: FunctionCall[], text: string): { calls: ModelToolCall[]; message: ChatMessage } {
+  const ids = new Map(all.map((c, i) => [c, c.id || `call_${i}`]));
+  const toolCalls: ChatToolCall[] = all.map((c) => ({ id: ids.get(c)!, type: 'function', function: { name: c.function.name, arguments: c.function.arguments ?? '' } }));
+  return {
+    calls: company.map((c) => ({ id: ids.get(c)!, name: c.function.name, arguments: c.function.arguments ?? '' })),
+    message: { role: 'assistant', content: text || null, tool_calls: toolCalls },
+  };
 }
 
 /** One streamed attempt: the completion read back from its chunks (model-stream.ts). */

@@ -14,6 +14,10 @@ import { sameWord } from './builtin.js';
  * - someone else's future act ("a colleague will contact you", "с вами свяжется менеджер",
  *   "the courier will call you"): a fact when a passage given to the model says it, in its
  *   words (see `grounded`), a promise otherwise.
+ * With the company's own tools (lib/agents/tools/toolbox.ts) an act can be done: a company tool
+ * that succeeded in this answer makes its act no promise, of either kind, when the act (the
+ * phrase's last word, inflected: "cancelled" for `cancel_order`, "opened" for a tool that "Opens
+ * a support ticket") is in its name or description (`done`).
  * Questions ("shall I transfer you?") and advice ("you can call us at …") are not promises;
  * the patterns need a first-person act or a third-party future, so advice never matches, and
  * a sentence ending in "?" is skipped.
@@ -160,13 +164,30 @@ export const CHECKED_CHARS = 16_000;
 const checkedPart = (text: string): string =>
   text.length <= 2 * CHECKED_CHARS ? text : `${text.slice(0, CHECKED_CHARS)}\n${text.slice(-CHECKED_CHARS)}`;
 
+/** A company tool that succeeded in the answer: what it does. */
+export interface DoneTool {
+  name: string;
+  description: string;
+}
+
+/** A tool's words: its name's parts (`cancel_order`, `cancelOrder`) and its description's. */
+const toolWords = (t: DoneTool): string[] => wordsOf(`${t.name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ')} ${t.description}`.toLowerCase());
+
+/** Did a tool that succeeded do the act of this phrase? */
+function doneBy(phrase: string, tools: readonly string[][]): boolean {
+  const act = contentWords(phrase).at(-1);
+  return act !== undefined && tools.some((words) => words.some((w) => sameWord(act, w)));
+}
+
 /**
  * The first phrase of `text` that promises an action no tool performed (normalised, for the
- * log), or null. `passages` are the knowledge passages the model was given.
+ * log), or null. `passages` are the knowledge passages the model was given (and what its
+ * tools returned); `done`, the company tools that succeeded in this answer.
  */
-export function promisedAction(text: string, passages: readonly string[]): string | null {
+export function promisedAction(text: string, passages: readonly string[], done: readonly DoneTool[] = []): string | null {
   if (!text.trim()) return null;
   let passageWords: string[][] | null = null;
+  let doneWords: string[][] | null = null;
   for (const { words, asks } of sentencesOf(checkedPart(text))) {
     if (asks) continue;
     const found: { at: number; phrase: string; groundable: boolean }[] = [];
@@ -175,6 +196,10 @@ export function promisedAction(text: string, passages: readonly string[]): strin
     }
     found.sort((a, b) => a.at - b.at);
     for (const f of found) {
+      if (done.length > 0) {
+        doneWords ??= done.map(toolWords);
+        if (doneBy(f.phrase, doneWords)) continue;
+      }
       if (f.groundable) {
         passageWords ??= passages.map((p) => wordsOf(p));
         if (grounded(words, f.phrase, passageWords)) continue;

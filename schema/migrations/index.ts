@@ -19,6 +19,7 @@ import { Migration0018AnswerDecisions } from './0018-answer-decisions.js';
 import { Migration0019DropRedundantMessageKeys } from './0019-drop-redundant-message-keys.js';
 import { Migration0020ConversationChildrenCascade } from './0020-conversation-children-cascade.js';
 import { Migration0021Team } from './0021-team.js';
+import { Migration0022AgentActions } from './0022-agent-actions.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   { name: '0019-drop-redundant-message-keys', class: Migration0019DropRedundantMessageKeys },
   { name: '0020-conversation-children-cascade', class: Migration0020ConversationChildrenCascade },
   { name: '0021-team', class: Migration0021Team },
+  { name: '0022-agent-actions', class: Migration0022AgentActions },
 ];

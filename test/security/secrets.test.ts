@@ -9,8 +9,10 @@ import { startWorker } from '../../actors/worker.js';
 import { loadConfig } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectNats } from '../../lib/nats.js';
+import { startActionApiStub } from '../support/action-api-stub.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { createTestDatabase } from '../support/database.js';
+import { startMcpStub } from '../support/mcp-stub.js';
 import { apiClient, TEST_NATS_URL, type ApiResponse } from '../support/service.js';
 import { FAST_WORKER_OPTIONS, eventually, sql } from '../support/worker.js';
 
@@ -63,6 +65,8 @@ const password = `pw-${randomBytes(12).toString('hex')}`;
 const modelKey = `sk-${randomBytes(16).toString('hex')}`;
 const email = `secret-${randomBytes(4).toString('hex')}@example.com`;
 const inviteePassword = `pw-${randomBytes(12).toString('hex')}`;
+const actionKey = `ak-${randomBytes(16).toString('hex')}`;
+const mcpKey = `mk-${randomBytes(16).toString('hex')}`;
 
 t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   t.equal((await call('register', 'POST', '/api/auth/register', { body: { email, password, companyName: 'Secret Co' } })).status, 201);
@@ -116,6 +120,24 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   t.equal(reg.status, 502, 'the helpdesk failure is a 502');
   stub.handle(null);
   await call('register-webhook', 'POST', `/api/integrations/${id}/register-webhook`, { token });
+  // The agent's tools: an action's and an MCP server's header values go to their servers only
+  // (an API that echoes its key in an error included).
+  const shopApi = await startActionApiStub(t);
+  shopApi.answer('GET', '/orders/', (r) => ({ status: 401, body: { error: `the key ${String(r.headers['x-api-key'])} is not valid` } }));
+  const actions = `/api/agents/${agent.body.agent.id}/actions`;
+  const action = await call('action', 'POST', actions, { token: apiToken, body: { name: 'order_status', description: 'x', parameters: { type: 'object', properties: { orderId: { type: 'string' } } }, request: { method: 'GET', url: `${shopApi.url}/orders/{orderId}`, headers: { 'X-Api-Key': actionKey } } } });
+  t.equal(action.status, 201);
+  await call('list actions', 'GET', actions, { token });
+  await call('patch action', 'PATCH', `${actions}/${action.body.action.id}`, { token, body: { request: { headers: { 'X-Api-Key': '********' } } } });
+  const tried = await call('try action', 'POST', `${actions}/${action.body.action.id}/try`, { token, body: { arguments: { orderId: 'A-1' } } });
+  t.equal(tried.body.outcome?.httpStatus, 401);
+  t.equal(shopApi.requests[0]?.headers['x-api-key'], actionKey, 'the API got its key');
+  const mcp = await startMcpStub(t, { requiredHeaders: { authorization: `Bearer ${mcpKey}` } });
+  const servers = `/api/agents/${agent.body.agent.id}/mcp-servers`;
+  const server = await call('mcp server', 'POST', servers, { token, body: { name: 'crm', url: mcp.url, headers: { Authorization: `Bearer ${mcpKey}` } } });
+  t.equal(server.body.mcpServer?.status, 'connected', 'the MCP server got its key');
+  await call('list mcp servers', 'GET', servers, { token });
+  await call('refresh mcp server', 'POST', `${servers}/${server.body.mcpServer.id}/refresh`, { token });
   await call('logout', 'POST', '/api/auth/logout', { token });
 
   // At rest: sealed.
@@ -127,6 +149,9 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   const [agentRow] = await sql(orm, 'select model_api_key_sealed from agents where id = ?', [agent.body.agent.id]);
   t.match(agentRow.model_api_key_sealed, /^v1\./, 'the model key is sealed');
   t.notOk(String(agentRow.model_api_key_sealed).includes(modelKey));
+  const tools = JSON.stringify(await sql(orm, 'select (select json_agg(a.headers_sealed) from agent_actions a) a, (select json_agg(m.headers_sealed) from agent_mcp_servers m) m'));
+  t.match(tools, /v1\./, 'header values are sealed');
+  for (const [name, plain] of [['action header', actionKey], ['MCP header', mcpKey]] as const) t.notOk(tools.includes(plain), `the ${name} is not stored in clear`);
   const dump = JSON.stringify(await sql(orm, `select (select json_agg(u) from users u) u, (select json_agg(a) from api_tokens a) a, (select json_agg(r) from refresh_tokens r) r, (select json_agg(s) from auth_sessions s) s, (select json_agg(i) from user_invitations i) i`));
   for (const [name, plain] of [['password', password], ['api token', apiToken], ['refresh token', refreshToken], ['invitation token', invitation], ["invitee's password", inviteePassword]] as const) t.notOk(dump.includes(plain), `the ${name} is not stored in clear`);
 
@@ -134,7 +159,7 @@ t.test('a full flow, then no secret anywhere it should not be', async (t) => {
   await new Promise((r) => setTimeout(r, 300));
   t.ok(lines.length > 0, `${lines.length} log lines captured`);
   const all = lines.join('');
-  const secrets: Record<string, string> = { password, modelKey, helpdeskToken: stub.token, secret1, secret2, apiToken, refreshToken, access, token, invitation, inviteePassword };
+  const secrets: Record<string, string> = { password, modelKey, helpdeskToken: stub.token, secret1, secret2, apiToken, refreshToken, access, token, invitation, inviteePassword, actionKey, mcpKey };
   for (const [name, value] of Object.entries(secrets)) t.notOk(all.includes(value), `no log line holds the ${name}`);
 
   // Responses: the webhook secret only in the create / rotate answers, a token only where it is issued.

@@ -44,6 +44,9 @@ const ownerWonStage = (await svc.api('GET', '/api/pipelines', { token: owner.tok
 const teammate = await join(svc.api, owner.token, 'operator');
 const invitation = (await svc.api('POST', '/api/users/invitations', { token: owner.token, body: { email: 'invitee@example.com', role: 'operator' } })).body.invitation;
 const cannedReply = (await svc.api('POST', '/api/canned-replies', { token: owner.token, body: { shortcut: 'hours', text: 'We open at nine.' } })).body.cannedReply;
+const action = (await svc.api('POST', `/api/agents/${agent.id}/actions`, { token: owner.token, body: { name: 'order_status', description: 'x', parameters: { type: 'object' }, request: { method: 'GET', url: 'http://127.0.0.1:9/orders' } } })).body.action;
+// Nothing listens there: stored as failed, which is all the matrix needs.
+const mcpServer = (await svc.api('POST', `/api/agents/${agent.id}/mcp-servers`, { token: owner.token, body: { name: 'crm', url: 'http://127.0.0.1:9/mcp' } })).body.mcpServer;
 
 const ids: Record<string, number | string> = {
   agents: agent.id,
@@ -63,6 +66,19 @@ const MATRIX: Record<string, unknown> = {
   'DELETE /api/agents/:id': undefined,
   'POST /api/agents/:id/evaluations': { cases: [{ question: 'pwned: when do you open?', expect: [] }] },
   'GET /api/agents/:id/evaluations': undefined,
+  'GET /api/agents/:id/actions': undefined,
+  'POST /api/agents/:id/actions': { name: 'pwned', description: 'pwned', parameters: { type: 'object' }, request: { method: 'GET', url: 'http://127.0.0.1:9/pwned' } },
+  'GET /api/agents/:id/actions/:actionId': undefined,
+  'PATCH /api/agents/:id/actions/:actionId': { description: 'pwned' },
+  'DELETE /api/agents/:id/actions/:actionId': undefined,
+  'POST /api/agents/:id/actions/:actionId/try': { arguments: {} },
+  'GET /api/agents/:id/mcp-servers': undefined,
+  'POST /api/agents/:id/mcp-servers': { name: 'pwned', url: 'http://127.0.0.1:9/pwned' },
+  'GET /api/agents/:id/mcp-servers/:serverId': undefined,
+  'PATCH /api/agents/:id/mcp-servers/:serverId': { name: 'pwned' },
+  'DELETE /api/agents/:id/mcp-servers/:serverId': undefined,
+  'POST /api/agents/:id/mcp-servers/:serverId/refresh': undefined,
+  'GET /api/agents/:id/tool-calls': undefined,
   'DELETE /api/api-tokens/:id': undefined,
   'GET /api/integrations/:id': undefined,
   'PATCH /api/integrations/:id': { active: false, name: 'pwned' },
@@ -119,7 +135,7 @@ t.test('every route with an id is in the matrix', async (t) => {
 
 /** Every company-owned row, as JSON, for before/after comparison. */
 async function snapshot(): Promise<string> {
-  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves', 'users', 'user_invitations', 'canned_replies', 'conversation_reads'];
+  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves', 'users', 'user_invitations', 'canned_replies', 'conversation_reads', 'agent_actions', 'agent_mcp_servers', 'agent_tool_calls'];
   const out: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await sql(svc.orm, `select * from ${table} where company_id = ? order by 1`, [owner.companyId]);
@@ -134,7 +150,9 @@ const fill = (route: string) =>
     .replace(/^(\w+) /, '')
     .replace('/invitations/:id', `/invitations/${invitation.id}`)
     .replace(/\/api\/([\w-]+)\/:id/, (_m, res: string) => `/api/${res}/${ids[res]}`)
-    .replace(':docId', String(doc.id)) + (route.endsWith('/search') ? '?q=nine' : '');
+    .replace(':docId', String(doc.id))
+    .replace(':actionId', String(action.id))
+    .replace(':serverId', String(mcpServer.id)) + (route.endsWith('/search') ? '?q=nine' : '');
 
 t.test("another company's session and API token: 404, and no side effect", async (t) => {
   const before = await snapshot();

@@ -79,7 +79,7 @@ export function eventText(event, payload = {}, people) {
     case 'agent.close':
       return 'Agent ended the conversation';
     case 'tool.called':
-      return p.name ? `Agent used the action “${p.name}”` : 'Agent used an action';
+      return toolCallText(p);
     default: {
       // Another invoked actor of the machine finishing or failing.
       const actor = /^xstate\.(done|error)\.actor\.(.+)$/.exec(String(event));
@@ -147,6 +147,101 @@ export function actionText(action) {
     default:
       return humanise(type);
   }
+}
+
+const HTTP_STATUS = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  301: 'Moved Permanently',
+  302: 'Found',
+  304: 'Not Modified',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** An HTTP status with its reason phrase: 200 → "200 OK"; an unusual one stays a number. */
+export function httpStatusText(status) {
+  return HTTP_STATUS[status] ? `${status} ${HTTP_STATUS[status]}` : String(status);
+}
+
+const TOOL_STATUS = {
+  started: 'Calling…',
+  ok: 'OK',
+  error: 'Failed',
+  timeout: 'Timed out',
+  blocked: 'Blocked',
+  invalid_arguments: 'Invalid arguments',
+  uncertain: 'Uncertain',
+  not_called: 'Not called',
+};
+
+/** How a tool call ended (ToolCallStatus, schema/action-entities.ts), as a short word. */
+export function toolStatusText(status) {
+  return TOOL_STATUS[status] ?? humanise(status);
+}
+
+const milliseconds = (ms) => (typeof ms === 'number' && Number.isFinite(ms) ? `${Math.round(ms)} ms` : '');
+
+/**
+ * A tool call of the agent (the transition log's `tool.called` payload, a ledger row, a
+ * "Try it" outcome: {name, status, httpStatus?, ms, error?, reused?}) in a sentence:
+ * "Called get_order — 200 OK, 112 ms", "get_order was not called: invalid arguments (…)".
+ */
+export function toolCallText(call) {
+  const c = call ?? {};
+  const name = c.name ? String(c.name) : 'a tool';
+  const ms = milliseconds(c.ms);
+  const error = c.error ? String(c.error) : '';
+  const answered = c.httpStatus ? httpStatusText(c.httpStatus) : '';
+  const took = (what) => `Called ${name} — ${[what, ms].filter(Boolean).join(', ')}`;
+  // A call that changes data, already made for this answer: its recorded result was given again.
+  if (c.reused) return `${name} was not called again: it had already been called for this message (${answered || toolStatusText(c.status).toLowerCase()})`;
+  switch (c.status) {
+    case 'ok':
+      return took(answered || 'OK');
+    case 'error':
+      return took(answered || (error ? `failed: ${error}` : 'failed'));
+    case 'timeout':
+      return `Called ${name} — timed out${ms ? ` after ${ms}` : ''}`;
+    case 'blocked':
+      return `${name} was blocked: address not allowed`;
+    case 'invalid_arguments':
+      return `${name} was not called: invalid arguments${error ? ` (${error.replace(/^arguments\./, '')})` : ''}`;
+    case 'uncertain':
+      return `${name} uncertain: not repeated (an earlier attempt was interrupted and may have taken effect)`;
+    case 'not_called':
+      if (/called already/.test(error)) return `${name} was not called again: it was called already in this answer`;
+      return `${name} was not called${error ? `: ${error.replace(/^not called: /, '')}` : ''}`;
+    case 'started':
+      return `Calling ${name}…`;
+    default:
+      return c.name ? `Agent used the tool ${name}` : 'Agent used a tool';
+  }
+}
+
+/** A tool call's arguments on one line ("orderId: "A-1", quantity: 2"), as the server redacted them. */
+export function argsText(args) {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return args === undefined ? '' : JSON.stringify(args);
+  const entries = Object.entries(args);
+  if (!entries.length) return 'none';
+  return entries.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ');
 }
 
 const STATES = {

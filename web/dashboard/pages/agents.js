@@ -1,7 +1,8 @@
 // Agents: list, create, edit, delete, with a form field for every setting the API has
 // (gateway/routes/agent-schemas.ts). The model API key is write-only: the form never shows a
 // stored key, it only says whether one is set. Editing sends only what changed, so a default
-// text shown in the form is not stored as the agent's own.
+// text shown in the form is not stored as the agent's own. #/agents/<id> is an agent's own
+// tools (agent-tools.js).
 import { api, apiAll, seg } from '../api.js';
 import { busy, field, fieldErrors, h, messages, replace, secretInput, select, table, time } from '../dom.js';
 import { hoursEditor } from './agent-hours.js';
@@ -21,7 +22,13 @@ const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 const numberOf = (input, empty) => (input.value.trim() === '' ? empty : Number(input.value));
 const textOrNull = (input) => input.value.trim() || null;
 
-export function render(root, { signal }) {
+export function render(root, ctx) {
+  // #/agents/<id>: that agent's actions, MCP servers and tool calls.
+  if (ctx.params?.[0]) return import('./agent-tools.js').then((tools) => tools.render(root, ctx, ctx.params[0]));
+  return renderAgents(root, ctx);
+}
+
+function renderAgents(root, { signal }) {
   const state = { agents: [], knowledgeBases: [], editing: null };
   const listEl = h('div');
   const listMsg = messages();
@@ -267,6 +274,7 @@ export function render(root, { signal }) {
           { label: 'Knowledge base', cell: (a) => kbName(a.knowledgeBaseId) },
           { label: 'Hours', cell: (a) => (a.hours ? a.hours.timezone : h('span', { class: 'muted' }, 'Always open')) },
           { label: 'Created', cell: (a) => time(a.createdAt) },
+          { label: 'Tools', cell: (a) => h('a', { href: `#/agents/${seg(a.id)}`, 'aria-label': `Actions and tools of ${a.name}` }, 'Actions and tools') },
           {
             label: 'Actions',
             cell: (a) => {

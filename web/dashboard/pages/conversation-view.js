@@ -7,7 +7,7 @@ import { confidenceBadge } from '../confidence.js';
 import { leafPath, renderDiagram } from '../diagram.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
 import { followSse, liveStatus } from '../sse.js';
-import { actionText, channelText, customerName, deliveryText, eventText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
+import { actionText, argsText, channelText, customerName, deliveryText, eventText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, toolCallText, userName } from '../words.js';
 import { composer, lockIcon } from './composer.js';
 import { loadPeople } from './people.js';
 
@@ -17,6 +17,17 @@ const TAIL = 200;
 const NEAR_BOTTOM_PX = 32;
 const MAX_LABELS = 20;
 const MAX_LABEL_LENGTH = 40;
+
+/** A tool call of the agent in the log: what came of it, and the arguments it was called with (redacted by the server). */
+function toolCallCell(payload) {
+  const p = payload ?? {};
+  return h(
+    'div',
+    { class: ['tool-call', `tool-${String(p.status ?? '').replace(/[^a-z_]/g, '')}`] },
+    h('span', {}, toolCallText(p)),
+    p.args !== undefined ? h('p', { class: 'tool-args' }, h('span', { class: 'muted' }, 'Arguments: '), h('code', {}, argsText(p.args))) : null,
+  );
+}
 
 export async function render(root, { signal, me }, id) {
   const people = await loadPeople(signal, me);
@@ -292,7 +303,7 @@ export async function render(root, { signal, me }, id) {
         [
           { label: '#', class: 'num', cell: (t) => String(t.seq ?? '') },
           { label: 'Time', class: 'log-time', cell: (t) => shortAt(t.at) },
-          { label: 'What happened', cell: (t) => eventText(t.event, t.payload, people) },
+          { label: 'What happened', cell: (t) => (t.event === 'tool.called' ? toolCallCell(t.payload) : eventText(t.event, t.payload, people)) },
           { label: 'State', cell: (t) => stateChange(t.from, t.to) },
           { label: 'What was done', cell: (t) => (Array.isArray(t.actions) && t.actions.length ? t.actions.map(actionText).join('; ') : '—') },
         ],
