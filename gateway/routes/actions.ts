@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { CLOSE_TOOL, HANDOFF_TOOL, LEAD_STAGE_TOOL } from '../../lib/agents/openai-model.js';
+import { BUILT_IN_TOOLS } from '../../lib/agents/openai-model.js';
 import { callAction, checkActionUrl, checkArguments, checkParametersSchema, DEFAULT_TOOL_TIMEOUT_MS, type ActionCall } from '../../lib/agents/tools/action-request.js';
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
@@ -25,8 +25,6 @@ import { loadPathAgent } from './agents.js';
  * call as the model would, so a company sees what its agent would get.
  */
 
-/** Names the model already knows as the built-in tools: an action may not take one. */
-const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([HANDOFF_TOOL, CLOSE_TOOL, LEAD_STAGE_TOOL]);
 /** Methods whose arguments go in a JSON body unless told otherwise. */
 const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 const TAKEN = 'the agent already has an action with this name';

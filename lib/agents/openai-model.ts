@@ -57,6 +57,8 @@ export const HANDOFF_TOOL = 'handoff_to_human';
 export const CLOSE_TOOL = 'close_conversation';
 /** The tool a model calls to move the customer's lead to a stage of the sales pipeline. */
 export const LEAD_STAGE_TOOL = 'set_lead_stage';
+/** The service's own tools: a company's tool may not take one of their names. */
+export const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([HANDOFF_TOOL, CLOSE_TOOL, LEAD_STAGE_TOOL]);
 
 export interface ModelCall {
   baseUrl: string;
@@ -401,8 +403,6 @@ async function askModel(call: ModelCall): Promise<ModelResult> {
   if (!text) return { kind: 'handoff', text: null, handoffReason: 'empty answer', ...base };
   return { kind: 'reply', text, ...extras, ...base };
 }
-
-const BUILT_IN_TOOLS = new Set([HANDOFF_TOOL, CLOSE_TOOL, LEAD_STAGE_TOOL]);
 
 /** A message's text as counted for an estimate of its tokens (a tool call's name and arguments count too). */
 function textOf(m: ChatMessage): string {

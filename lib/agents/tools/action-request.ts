@@ -232,7 +232,8 @@ export function secretsOf(headers: Record<string, string>): string[] {
   return [...out].sort((a, b) => b.length - a.length);
 }
 
-function hideSecrets(text: string, secrets: readonly string[]): string {
+/** `text` with every header secret (secretsOf) replaced by REDACTED. */
+export function hideSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const s of secrets) if (s.length >= MIN_SECRET_LENGTH && out.includes(s)) out = out.replaceAll(s, REDACTED);
   return out;

@@ -7,7 +7,7 @@ import type { McpToolInfo } from '../../../schema/action-entities.js';
 import type { AddressGuard } from '../../address-guard.js';
 import { outboundFetch } from '../../outbound-http.js';
 import { outboundErrorIn, type OutboundError } from '../../outbound-errors.js';
-import { failureOf, MAX_TOOL_ANSWER_BYTES, modelResult, secretsOf, type ToolOutcome } from './action-request.js';
+import { failureOf, hideSecrets, MAX_TOOL_ANSWER_BYTES, modelResult, secretsOf, type ToolOutcome } from './action-request.js';
 
 /**
  * A company's Model Context Protocol servers (contract.md § Agent actions), over Streamable
@@ -49,11 +49,6 @@ const isRequestTimeout = (err: unknown): boolean => err instanceof McpError && e
 
 const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
-function hide(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) out = out.replaceAll(s, '[redacted]');
-  return out;
-}
 
 /** What went wrong talking to a server, in our words, with its status word and HTTP status. */
 function describeFailure(err: unknown, timeoutMs: number, secrets: readonly string[]): { status: ToolOutcome['status']; httpStatus: number | null; error: string } {
@@ -67,7 +62,7 @@ function describeFailure(err: unknown, timeoutMs: number, secrets: readonly stri
     if (code > 0) return { status: 'error', httpStatus: code, error: `the server answered HTTP ${code}` };
     return { status: 'error', httpStatus: null, error: 'the server does not answer as an MCP server (Streamable HTTP)' };
   }
-  if (err instanceof McpError) return { status: 'error', httpStatus: null, error: `the server answered an MCP error: ${cut(hide(err.message, secrets), 200)}` };
+  if (err instanceof McpError) return { status: 'error', httpStatus: null, error: `the server answered an MCP error: ${cut(hideSecrets(err.message, secrets), 200)}` };
   if ((err as Error)?.name === 'UnauthorizedError') return { status: 'error', httpStatus: 401, error: 'the server requires authorization: check the headers it needs' };
   if ((err as Error)?.name === 'ZodError' || err instanceof SyntaxError) return { status: 'error', httpStatus: null, error: 'the server does not answer as an MCP server (Streamable HTTP)' };
   return { status: 'error', httpStatus: null, error: 'the connection to the server failed' };

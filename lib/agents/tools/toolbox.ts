@@ -4,7 +4,7 @@ import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../../secrets.js';
 import type { ActionMethod, McpToolInfo, ToolCallStatus } from '../../../schema/action-entities.js';
 import type { ToolCallRecord } from '../../../schema/conversation.js';
-import { CLOSE_TOOL, HANDOFF_TOOL, LEAD_STAGE_TOOL, ModelCallCancelled, type ModelToolCall, type ToolDefinition } from '../openai-model.js';
+import { BUILT_IN_TOOLS, ModelCallCancelled, type ModelToolCall, type ToolDefinition } from '../openai-model.js';
 import { NO_SLOT, type CallSlot } from '../slots.js';
 import { callAction, checkArguments, redactArgs, secretsOf, type ToolOutcome } from './action-request.js';
 import type { McpConnections } from './mcp-client.js';
@@ -31,8 +31,6 @@ import { offeredToolName } from './tool-names.js';
  *   ledger, the transition log or the logs see them.
  */
 export const MAX_TOOL_CALLS_PER_ANSWER = 5;
-
-const BUILT_IN_TOOLS = new Set([HANDOFF_TOOL, CLOSE_TOOL, LEAD_STAGE_TOOL]);
 
 /** What the model is told when a call is over the limit, and when a test would change data. */
 export const LIMIT_REACHED = 'tool call limit reached';
