@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { startActionApiStub } from '../support/action-api-stub.js';
 import { startOpenAiStub, type ModelRequest } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
@@ -29,6 +30,12 @@ const answerTo = (text: string) => `Thanks for asking about "${text}". Our shop 
 const requestsFor = (text: string) => llm.requests.filter((r) => llm.lastUserText(r) === text);
 llm.respond((req) => {
   const text = llm.lastUserText(req);
+  // A company action (get_order): asked for in a streamed first turn, its result answered in the second.
+  if (text.startsWith('ORDER')) {
+    const result = (req.body.messages as { role: string; content: string }[]).find((m) => m.role === 'tool');
+    if (!result) return { delayMs: 150, content: null, toolCalls: [{ name: 'get_order', arguments: '{"orderId":"42"}' }] };
+    return { delayMs: 150, content: `Order 42 is ${JSON.parse(result.content).body.state}; it arrives on Tuesday.` };
+  }
   if (text.startsWith('TOOL')) return { delayMs: 150, content: null, toolCalls: [{ name: 'handoff_to_human', arguments: '{"reason":"refund request"}' }] };
   // The first attempt goes silent after two pieces, longer than the attempt timeout (1.5 s).
   if (text.startsWith('STALL') && requestsFor(text).length === 1) return { delayMs: 150, content: answerTo(text), stallAfter: 2, stallMs: 5000 };
@@ -210,4 +217,25 @@ t.test("the visitor's typing frames: accepted silently, validated, never stored"
   t.match(await c.next(), { type: 'error', code: 'VALIDATION_ERROR', message: /role/ });
   const rows = await sql(svc.orm, `select count(*)::int as n from conversations where integration_id = ? and client_id = ?`, [chat.id, welcome.visitorId]);
   t.equal(rows[0].n, 0, 'typing opens no session');
+});
+
+t.test("a streamed answer that calls the company's action: one whole reply, its pieces only the answer's", async (t) => {
+  const shop = await startActionApiStub(t);
+  shop.answer('GET', '/orders/', { delayMs: 100, body: { id: '42', state: 'shipped' } });
+  const action = await svc.api('POST', `/api/agents/${agentId}/actions`, {
+    token: user.token,
+    body: { name: 'get_order', description: 'An order, by its number.', parameters: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }, request: { method: 'GET', url: `${shop.url}/orders/{orderId}` } },
+  });
+  t.equal(action.status, 201);
+  t.teardown(() => svc.api('DELETE', `/api/agents/${agentId}/actions/${action.body.action.id}`, { token: user.token }));
+  const { c } = await visitor(t);
+  const text = 'ORDER: where is order 42?';
+  c.send({ type: 'message', clientMessageId: 'o-1', text });
+  const frames = await untilReply(c);
+  await c.drain(300);
+  const answer = 'Order 42 is shipped; it arrives on Tuesday.';
+  t.same(only(c.frames, 'message').filter((m) => m.role === 'agent').map((m) => m.text), [answer], 'one reply, from the action\'s answer');
+  t.equal(only(frames, 'delta').map((d) => d.text).join(''), answer, 'the pieces streamed are the answer\'s (the turn asking for the action said nothing)');
+  t.same(shop.requests.map((r) => r.path), ['/orders/42'], 'the action called once');
+  t.same(requestsFor(text).map((r) => Boolean(r.body.stream)), [true, true], 'both turns streamed');
 });
