@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { listen } from '../../scripts/sandbox/http.js';
 import { onCleanup } from './env.js';
 
 /**
@@ -54,12 +54,9 @@ export async function startActionApiStandIn(): Promise<ActionApiStandIn> {
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', 4096, resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = onCleanup('action API stand-in', () => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  const listening = await listen(server);
+  const url = listening.url;
+  const close = onCleanup('action API stand-in', listening.close);
   return {
     url,
     setLatency: (ms) => {

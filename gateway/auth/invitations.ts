@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager, Orm } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import { pgErrorKind } from '../../lib/pg-errors.js';
 import { quotaExceeded, withinQuota } from '../../lib/quotas.js';
+import { conflictOnUnique } from '../http/errors.js';
 import { sha256Hex } from '../../lib/secrets.js';
 import { CompanySchema, UserInvitationSchema, UserSchema, type Company, type User, type UserInvitation, type UserRole } from '../../schema/entities.js';
 
@@ -82,8 +82,8 @@ interface ClaimedRow {
  * invitation stays open, and cannot succeed).
  */
 export async function acceptInvitation(orm: Orm, input: { token: string; passwordHash: string; displayName: string | null; now: Date }): Promise<{ user: User; company: Company }> {
-  try {
-    return await orm.em.fork().transactional(async (tx) => {
+  return conflictOnUnique(EMAIL_TAKEN, () =>
+    orm.em.fork().transactional(async (tx) => {
       const [claimed] = await tx.execute<ClaimedRow[]>(
         `update user_invitations set accepted_at = ? where token_hash = ? and accepted_at is null and expires_at > ?
          returning company_id, email, role, display_name`,
@@ -97,9 +97,6 @@ export async function acceptInvitation(orm: Orm, input: { token: string; passwor
       await tx.flush();
       const company = await tx.findOneOrFail(CompanySchema, { id: claimed.company_id });
       return { user, company };
-    });
-  } catch (err) {
-    if (pgErrorKind(err) === 'unique') throw new AppError('CONFLICT', EMAIL_TAKEN, { cause: err });
-    throw err;
-  }
+    }),
+  );
 }

@@ -24,6 +24,19 @@ export const ERROR_SCHEMA = object(
   { title: 'Error' },
 );
 
+/**
+ * Runs a write whose unique key decides a name's owner (two at once cannot both take it): a
+ * taken one is 409 CONFLICT with `message`.
+ */
+export async function conflictOnUnique<T>(message: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (pgErrorKind(err) === 'unique') throw new AppError('CONFLICT', message, { cause: err });
+    throw err;
+  }
+}
+
 export const notFoundHandler: RequestHandler = (req) => {
   throw new AppError('NOT_FOUND', `No route for ${req.method} ${req.path}.`);
 };

@@ -4,12 +4,12 @@ import { callAction, checkActionUrl, checkArguments, checkParametersSchema, DEFA
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
-import { pgErrorKind } from '../../lib/pg-errors.js';
 import { withinQuota } from '../../lib/quotas.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { AgentActionSchema, type AgentAction } from '../../schema/action-entities.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { conflictOnUnique } from '../http/errors.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { nullable, object, STRING } from '../http/schemas.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
@@ -31,15 +31,7 @@ const TAKEN = 'the agent already has an action with this name';
 
 type ActionConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
 
-/** The write, a taken name answered as 409 (the unique key decides, so two at once cannot both take it). */
-async function storing<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if (pgErrorKind(err) === 'unique') throw new AppError('CONFLICT', 'The agent has an action with this name already.', { cause: err });
-    throw err;
-  }
-}
+const storing = <T>(write: () => Promise<T>): Promise<T> => conflictOnUnique('The agent has an action with this name already.', write);
 
 /** The action the path names (`:actionId` of the agent `:id`), with its sealed headers; 404 when the company has none such. */
 async function loadPathAction(req: Request): Promise<AgentAction> {

@@ -1,11 +1,11 @@
 import type { Quotas } from '../../lib/config.js';
 import type { EntityManager } from '../../lib/db.js';
-import { AppError, notFound } from '../../lib/errors.js';
-import { pgErrorKind } from '../../lib/pg-errors.js';
+import { notFound } from '../../lib/errors.js';
 import { withinQuota } from '../../lib/quotas.js';
 import { CannedReplySchema, type CannedReply } from '../../schema/entities.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { examplePage, PAGE_PARAMS, pageOf, pageParams, type Page } from '../http/pagination.js';
+import { conflictOnUnique } from '../http/errors.js';
 import { defineRoute, type QueryParams, type Route } from '../http/route.js';
 import { EXAMPLE_TIME, ID, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idParam, idPathParam, invalidField } from '../http/validate.js';
@@ -51,15 +51,7 @@ const LIST_QUERY: QueryParams<{ q?: string } & Page> = {
   },
 };
 
-/** The write, its taken shortcut answered as 409 (the unique key decides, so two at once cannot both take it). */
-async function storing<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if (pgErrorKind(err) === 'unique') throw new AppError('CONFLICT', 'A canned reply with this shortcut exists already.', { cause: err });
-    throw err;
-  }
-}
+const storing = <T>(write: () => Promise<T>): Promise<T> => conflictOnUnique('A canned reply with this shortcut exists already.', write);
 
 async function load(em: EntityManager, rawId: unknown): Promise<CannedReply> {
   const row = await em.findOne(CannedReplySchema, { id: idParam(rawId, 'Canned reply') });

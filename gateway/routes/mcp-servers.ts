@@ -4,13 +4,13 @@ import { MCP_SERVER_NAME_PATTERN, offeredToolName } from '../../lib/agents/tools
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../../lib/agents/tools/action-request.js';
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
-import { AppError, notFound } from '../../lib/errors.js';
-import { pgErrorKind } from '../../lib/pg-errors.js';
+import { notFound } from '../../lib/errors.js';
 import { withinQuota } from '../../lib/quotas.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { AgentMcpServerSchema, type AgentMcpServer } from '../../schema/action-entities.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
+import { conflictOnUnique } from '../http/errors.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BOOLEAN, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam, invalidFields } from '../http/validate.js';
@@ -131,15 +131,7 @@ function assertStorable(url: string | undefined, headers: Readonly<Record<string
 
 type McpConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
 
-/** The write, a taken name answered as 409 (the unique key decides). */
-async function storing<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if (pgErrorKind(err) === 'unique') throw new AppError('CONFLICT', 'The agent has an MCP server with this name already.', { cause: err });
-    throw err;
-  }
-}
+const storing = <T>(write: () => Promise<T>): Promise<T> => conflictOnUnique('The agent has an MCP server with this name already.', write);
 
 /** The server the path names (`:serverId` of the agent `:id`), with its sealed headers; 404 when the company has none such. */
 async function loadPathServer(req: Request): Promise<AgentMcpServer> {
