@@ -18,6 +18,15 @@ import type { CallSlot } from '../lib/agents/slots.js';
  * A call that waits for something else (a slowed-down model server, credit held by other
  * calls) gives its place back meanwhile (`away`) and gets the next free one of its company's
  * turns afterwards, ahead of its group's queue.
+ *
+ * Spare places (`acquireSpare`: the calls of replays, actors/replays/runner.ts) are the low
+ * priority: one is granted only while no call could take it (every call waiting, if any, waits
+ * for its own agent's cap or its company's share, which a call of its own ending frees) and
+ * fewer than capacity − reserve places are taken (reserve: a quarter, at least one). So the
+ * reserve is always free for a customer's call, which starts at once however big the replays,
+ * and a free place goes to a waiting customer's call before any replay's. Spare requests wait
+ * in one queue, first come first served (the replays share their own places fairly between
+ * companies before they ask here).
  */
 export interface SlotRequest {
   /** Whose turn it is: the company. */
@@ -34,7 +43,8 @@ export interface Slot extends CallSlot {
 }
 
 interface Waiter {
-  group: Group;
+  /** null: a spare request. */
+  group: Group | null;
   grant: () => void;
   reject: (err: unknown) => void;
   signal?: AbortSignal;
@@ -76,10 +86,17 @@ export class FairSlots {
   /** Companies with calls waiting, in turn order. */
   readonly #ring: Tenant[] = [];
   #next = 0;
+  /** Places spare requests may hold together at most. */
+  readonly spareCapacity: number;
+  #spareRunning = 0;
+  /** Spare requests waiting, first come first served. */
+  readonly #spares: Waiter[] = [];
 
   constructor(capacity: number) {
     this.capacity = Math.max(1, capacity);
     this.perCompany = this.capacity - Math.floor(this.capacity / 16);
+    // With a single place there is nothing to keep back: replays share it (a customer's call waits for at most one of theirs).
+    this.spareCapacity = Math.max(1, this.capacity - Math.max(1, Math.floor(this.capacity / 4)));
   }
 
   /** Places taken now. */
@@ -102,31 +119,64 @@ export class FairSlots {
     return this.#peak;
   }
 
+  /** Spare places taken now (counted in `running` too). */
+  get spareRunning(): number {
+    return this.#spareRunning;
+  }
+
+  /** Spare requests waiting now (not counted in `waiting`). */
+  get spareWaiting(): number {
+    return this.#spares.length;
+  }
+
   /** Waits for a place (rejects with the signal's reason if it aborts first). */
   acquire(req: SlotRequest, signal?: AbortSignal): Promise<Slot> {
     const group = this.#group(req);
-    return this.#take(group, false, signal).then(() => this.#slot(group, signal));
+    return this.#take(group, false, signal).then(() => heldSlot(() => this.#leave(group), () => this.#take(group, true, signal)));
   }
 
-  #slot(group: Group, signal?: AbortSignal): Slot {
-    let held = true;
-    const give = () => {
-      if (!held) return;
-      held = false;
-      this.#leave(group);
-    };
-    return {
-      release: give,
-      away: async <T>(wait: () => Promise<T>): Promise<T> => {
-        give();
-        try {
-          return await wait();
-        } finally {
-          await this.#take(group, true, signal);
-          held = true;
-        }
-      },
-    };
+  /**
+   * Waits for a spare place (see the class comment; rejects with the signal's reason if it
+   * aborts first). Its `away` gives the place back and waits for a spare one again, first in the queue.
+   */
+  acquireSpare(signal?: AbortSignal): Promise<Slot> {
+    return this.#takeSpare(false, signal).then(() => heldSlot(() => this.#leaveSpare(), () => this.#takeSpare(true, signal)));
+  }
+
+  #takeSpare(first: boolean, signal?: AbortSignal): Promise<void> {
+    // A call that could start now goes first (there is none unless an agent's cap was just raised).
+    this.#pumpCalls();
+    if (this.#spares.length === 0 && this.#running < this.spareCapacity) {
+      this.#enterSpare();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const w: Waiter = { group: null, grant: resolve, reject, signal };
+      if (signal) {
+        w.onAbort = () => {
+          const i = this.#spares.indexOf(w);
+          if (i < 0) return;
+          this.#spares.splice(i, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      if (first) this.#spares.unshift(w);
+      else this.#spares.push(w);
+    });
+  }
+
+  #enterSpare(): void {
+    this.#running++;
+    this.#spareRunning++;
+    if (this.#running > this.#peak) this.#peak = this.#running;
+  }
+
+  #leaveSpare(): void {
+    this.#running--;
+    this.#spareRunning--;
+    this.#pump();
   }
 
   #group(req: SlotRequest): Group {
@@ -197,14 +247,25 @@ export class FairSlots {
     this.#forget(group);
   }
 
-  /** Hands free places out, one company's turn at a time. */
+  /** Hands free places out: to calls, one company's turn at a time, then to spare requests. */
   #pump(): void {
+    this.#pumpCalls();
+    // No call can take a free place now: spare requests may, up to their capacity.
+    while (this.#spares.length > 0 && this.#running < this.spareCapacity) {
+      const w = this.#spares.shift()!;
+      if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+      this.#enterSpare();
+      w.grant();
+    }
+  }
+
+  #pumpCalls(): void {
     while (this.#running < this.capacity && this.#ring.length > 0) {
       const w = this.#nextWaiter();
       if (!w) return;
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
       this.#waiting--;
-      this.#enter(w.group);
+      this.#enter(w.group!);
       w.grant();
     }
   }
@@ -274,4 +335,26 @@ export class FairSlots {
       if (j < this.#next) this.#next--;
     }
   }
+}
+
+/** A place held: `leave` gives it back (once); `away` gives it back for a wait and `takeAgain` queues for it afterwards. */
+function heldSlot(leave: () => void, takeAgain: () => Promise<void>): Slot {
+  let held = true;
+  const give = () => {
+    if (!held) return;
+    held = false;
+    leave();
+  };
+  return {
+    release: give,
+    away: async <T>(wait: () => Promise<T>): Promise<T> => {
+      give();
+      try {
+        return await wait();
+      } finally {
+        await takeAgain();
+        held = true;
+      }
+    },
+  };
 }

@@ -87,6 +87,11 @@ export class ConversationHost {
     return this.#lanes.size;
   }
 
+  /** The places for the worker's model calls: replays (actors/replays/runner.ts) take spare ones. */
+  get slots(): FairSlots {
+    return this.#slots;
+  }
+
   /** Model calls in flight and waiting for a place now, and the most in flight at once so far. */
   get modelCalls(): { running: number; waiting: number; peak: number; companiesWaiting: number } {
     return { running: this.#slots.running, waiting: this.#slots.waiting, peak: this.#slots.peak, companiesWaiting: this.#slots.companiesWaiting };

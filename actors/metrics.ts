@@ -1,5 +1,5 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { query, type SqlPool } from '../lib/db.js';
 import { withinDeadline } from '../lib/deadline.js';
 import type { Logger } from '../lib/logger.js';
@@ -38,8 +38,12 @@ export interface WorkerMetricSources {
   conversationsInMemory: () => number;
 }
 
+/** A replayed message: answered the same, answered differently, or not answered (the replay failed or was taken over). */
+export type ReplayItemOutcome = 'same' | 'changed' | 'failed';
+
 export interface WorkerMetrics {
   observeModelCall: (seconds: number, outcome: ModelCallOutcome) => void;
+  countReplayItem: (outcome: ReplayItemOutcome) => void;
 }
 
 const OUTBOX_BY_STATE = `
@@ -129,5 +133,11 @@ export function registerWorkerMetrics(registry: Registry, sources: WorkerMetricS
   gauge('model_call_companies_waiting', 'Companies with model calls waiting for a place (a count; no company is named)', () => sources.modelCalls().companiesWaiting);
   gauge('partitions_owned', 'Partitions this worker consumes now', () => sources.ownedPartitions().length);
   gauge('conversations_in_memory', 'Conversations with work in memory', () => sources.conversationsInMemory());
-  return { observeModelCall: (seconds, outcome) => duration.observe({ outcome }, seconds) };
+  const replayItems = new Counter({
+    name: 'replay_items_total',
+    help: 'Past customer messages answered again for replays (actors/replays), by outcome: same, changed, failed',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  return { observeModelCall: (seconds, outcome) => duration.observe({ outcome }, seconds), countReplayItem: (outcome) => replayItems.inc({ outcome }) };
 }

@@ -77,7 +77,7 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
     if (!p.text.trim()) return 'nothing to say';
     plan.addMessage(
       conv,
-      { role: 'agent', kind: 'reply', text: p.text, reply_to_id: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null, confidence: p.confidence ?? null },
+      { role: 'agent', kind: 'reply', text: p.text, reply_to_id: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null, confidence: p.confidence ?? null, agent_version: p.agentVersion ?? null },
       hold ? null : closing ? 'closing_reply' : 'agent_reply',
     );
     return hold ? 'cancelled: an operator took over' : 'queued';
@@ -85,7 +85,7 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
   session_transfer_external(plan, conv, logged) {
     const p = logged.params as SessionTransferExternalParams;
     if (p.origin === 'helpdesk') return 'recorded: a human operator has the dialog';
-    plan.addMessage(conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, reply_to_id: p.messageId, delivery: 'pending' }, 'handoff_notice');
+    plan.addMessage(conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, reply_to_id: p.messageId, delivery: 'pending', agent_version: p.agentVersion ?? null }, 'handoff_notice');
     if (conv.channel === 'helpdesk' && p.messageId) plan.transfers.push({ conv, messageId: p.messageId, reason: p.reason, logged });
     return conv.channel === 'helpdesk' ? 'handoff notice queued' : 'handoff notice queued; transfer recorded';
   },
@@ -107,7 +107,7 @@ function conversationRowView(c: ConversationRow): ConversationView {
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id, replyToId: m.reply_to_id, delivery: m.delivery,
-    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, authorId: m.author_id ?? null, createdAt: m.created_at,
+    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, authorId: m.author_id ?? null, agentVersion: m.agent_version ?? null, createdAt: m.created_at,
   });
 }
 
@@ -211,7 +211,7 @@ export class Plan {
   /** Plans a message of the conversation (the next seq), optionally with its outbox row; `id`: one reserved for it. */
   addMessage(
     conv: ConversationRow,
-    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'external_id' | 'attachments' | 'author_id'>>,
+    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'external_id' | 'attachments' | 'author_id' | 'agent_version'>>,
     outboxKind: OutboxKind | null = null,
   ): void {
     conv.message_seq += 1;
@@ -229,7 +229,7 @@ export class Plan {
       row: {
         id: m.id ?? null, company_id: conv.company_id, conversation_id: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
         external_id: m.external_id ?? null, reply_to_id: m.reply_to_id ?? null, delivery: m.delivery ?? null, sources: m.sources ?? null, confidence: m.confidence ?? null,
-        attachments: m.attachments ?? [], author_id: m.author_id ?? null,
+        attachments: m.attachments ?? [], author_id: m.author_id ?? null, agent_version: m.agent_version ?? null,
       },
       outboxKind,
       stored: null,

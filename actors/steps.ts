@@ -307,7 +307,10 @@ export class Steps {
     plan.remember(conv, m.requestId, m.dialogId);
     plan.step(conv, event, { channelId: m.channelId, transport: m.transport });
     // Marked, so the transition log tells why, and a customer is told the hours once.
-    if (outside && isAnswering(conv.state)) plan.step(conv, { type: 'xstate.done.actor.agent', output: outside, outsideHours: true });
+    if (outside && isAnswering(conv.state)) {
+      const output = behaviour.version === undefined ? outside : { ...outside, agentVersion: behaviour.version };
+      plan.step(conv, { type: 'xstate.done.actor.agent', output, outsideHours: true });
+    }
     return { conv, next: this.#nextOf(conv, step.route, askLocally) };
   }
 
@@ -461,7 +464,7 @@ function applyAnswer(plan: Plan, conv: ConversationRow, messageId: string, event
   }
   const release = { companyId: conv.company_id, conversationId: conv.id, messageId, usage: null };
   if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== messageId) {
-    if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, reply_to_id: messageId, delivery: 'cancelled' });
+    if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, reply_to_id: messageId, delivery: 'cancelled', agent_version: output.agentVersion ?? null });
     settle.push(release);
     return;
   }

@@ -12,6 +12,7 @@ import { inboundPublisher } from '../lib/inbound.js';
 import { ensureStreams, streamNames } from '../lib/streams.js';
 import { SecretBox } from '../lib/secrets.js';
 import { sweepExpiredReservations } from '../lib/credit.js';
+import { VectorIndex } from '../lib/knowledge/vectors.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import { CreditGate } from './credit-gate.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
@@ -19,6 +20,7 @@ import { OutboxSender, type SenderOptions } from './outbox/sender.js';
 import { ConversationHost, type HostOptions } from './host.js';
 import { registerWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { PartitionLeases, type LeaseOptions } from './partitions.js';
+import { ReplayRunner, type ReplayRunnerOptions } from './replays/runner.js';
 
 export interface WorkerOptions {
   lease?: LeaseOptions;
@@ -29,6 +31,8 @@ export interface WorkerOptions {
   agentRunner?: AgentRunnerOptions;
   /** How often expired credit reservations (of calls whose process died) are released. */
   reservationSweepMs?: number;
+  /** How often replays are looked for, their leases, how many one worker answers at once (actors/replays/runner.ts). */
+  replay?: ReplayRunnerOptions;
 }
 
 export const DEFAULT_RESERVATION_SWEEP_MS = 30_000;
@@ -85,12 +89,17 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // nothing.
   const quick = openSqlPool({ url: config.databaseUrl, poolMax: 5, synchronousCommit: false });
   const credit = new CreditGate(quick);
+  // The replays' own few connections: their statements never wait for a connection of the message path's, nor it for theirs.
+  const replaySql = openSqlPool({ url: config.databaseUrl, poolMax: 4 });
   // Bound once the host exists (the figures read it); a call cannot settle before.
   let metrics: WorkerMetrics | undefined;
   const observeModelCall: WorkerMetrics['observeModelCall'] = (seconds, outcome) => metrics?.observeModelCall(seconds, outcome);
   // The companies' MCP servers: one client per server, reused by this worker's answers, closed with it.
   const mcp = new McpConnections({ guardFor: (url) => guardForUrl(config, url) });
-  const agent = createAgentRunner({ orm, sql, secrets: new SecretBox(config.secretsKeys), config, logger, credit, observeModelCall, mcp, ledgerSql: quick }, options.agentRunner);
+  const secrets = new SecretBox(config.secretsKeys);
+  // Chunk vectors in memory: one copy for the customers' answers and the replays'.
+  const vectors = new VectorIndex();
+  const agent = createAgentRunner({ orm, sql, secrets, config, logger, credit, observeModelCall, mcp, ledgerSql: quick, vectors }, options.agentRunner);
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
@@ -135,6 +144,14 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox, publisher, leases, now: deps.now },
     { maxModelCalls: config.model.maxConcurrency, ...options.host },
   );
+  // Past customer messages answered again (contract.md § Replay before publishing), in the model call places customers leave free.
+  const replays = new ReplayRunner(
+    {
+      workerId, orm, sql: replaySql, secrets, config, logger, modelSlots: host.slots, vectors, mcp, model: options.agentRunner?.model,
+      onItem: (outcome) => metrics?.countReplayItem(outcome),
+    },
+    options.replay,
+  );
   const registry = deps.registry ?? new Registry();
   metrics = registerWorkerMetrics(registry, {
     jsm, names, sql, logger,
@@ -148,9 +165,11 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     await mcp.close();
     await sql.end();
     await quick.end();
+    await replaySql.end();
     throw err;
   }
   outbox.start();
+  replays.start();
   // Reservations of model calls whose process died hold credit until they expire; then any worker releases them.
   const sweep = async () => {
     try {
@@ -175,6 +194,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     close: () =>
       (closing ??= (async () => {
         clearInterval(sweeper);
+        // Replays under way stop (their model calls aborted); another worker resumes them when their leases run out.
+        await replays.close();
         // Partition by partition: intake stops, work in flight and its sends finish, the lease goes.
         await leases.close();
         await outbox.close();
@@ -182,6 +203,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         await mcp.close();
         await sql.end();
         await quick.end();
+        await replaySql.end();
         logger.info('worker stopped');
       })()),
   };

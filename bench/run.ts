@@ -17,6 +17,7 @@ import { runInbox } from './sections/inbox.js';
 import { runIngress } from './sections/ingress.js';
 import { runKnowledge } from './sections/knowledge.js';
 import { runLatency } from './sections/latency.js';
+import { runReplay } from './sections/replay.js';
 import { runReplicas } from './sections/replicas.js';
 import { runModels } from './sections/models.js';
 import { runTrip } from './sections/trip.js';
@@ -25,7 +26,7 @@ import { runWebchat } from './sections/webchat.js';
 import type { BenchContext, Row, SectionResult } from './sections/types.js';
 
 /**
- * `npm run bench`: the benchmark suite (issues #8, #17, #19, #30). Runs the chosen sections against real
+ * `npm run bench`: the benchmark suite (issues #8, #17, #19, #30, #31). Runs the chosen sections against real
  * NATS and PostgreSQL with the roles as child processes, prints a table (stdout), writes
  * bench/results/latest.json, removes its databases and streams. Progress goes to stderr.
  * See bench/README.md.
@@ -76,6 +77,7 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   trip: runTrip,
   inbox: runInbox,
   actions: runActions,
+  replay: runReplay,
 };
 
 const startedAt = new Date();

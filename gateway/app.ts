@@ -27,6 +27,7 @@ import { secureRequestRule } from './http/secure-request.js';
 import { storableQuery } from './http/validate.js';
 import { actionRoutes } from './routes/actions.js';
 import { agentRoutes } from './routes/agents.js';
+import { agentVersionRoutes } from './routes/agent-versions.js';
 import { analyticsRoutes } from './routes/analytics.js';
 import { apiDocsRoutes } from './routes/api-docs.js';
 import { apiTokenRoutes } from './routes/api-tokens.js';
@@ -47,6 +48,7 @@ import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/s
 import { widgetRoute } from './webchat/widget-route.js';
 import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
 import { evaluationRoutes } from './routes/evaluations.js';
+import { replayRoutes } from './routes/replays.js';
 import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
 import { knowledgeGapRoutes } from './routes/knowledge-gaps.js';
 
@@ -160,7 +162,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session', role: 'admin' });
   routes.mount(
     '/api/agents',
-    [...agentRoutes(secrets, config), ...evaluationRoutes({ config, sql, secrets, vectors, logger }), ...actionRoutes(secrets, config), ...mcpServerRoutes(secrets, config), ...toolCallRoutes()],
+    [...agentRoutes(secrets, config), ...agentVersionRoutes(config), ...evaluationRoutes({ config, sql, secrets, vectors, logger }), ...replayRoutes({ config, sql, secrets }), ...actionRoutes(secrets, config), ...mcpServerRoutes(secrets, config), ...toolCallRoutes()],
     { access: 'any', role: 'admin' },
   );
   routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any', role: 'admin' });

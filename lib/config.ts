@@ -28,6 +28,8 @@ export const DEFAULT_WEBCHAT_MESSAGES_PER_MINUTE_PER_VISITOR = 20;
 export const DEFAULT_OTEL_SERVICE_NAME = 'messaging-automation';
 /** Model calls one worker keeps in flight (contract.md § Model calls at real model latency). */
 export const DEFAULT_MODEL_MAX_CONCURRENCY = 1024;
+/** Replayed messages (lib/agents/replays) one worker answers at once, shared fairly between companies. */
+export const DEFAULT_REPLAY_MAX_CONCURRENCY = 32;
 /** How long a model server that answers 429 / 503 (slow down) is retried before the conversation goes to a human. */
 export const DEFAULT_MODEL_RETRY_BUDGET_MS = 120_000;
 export const DEFAULT_INGEST_TIMEOUT_MS = 60_000;
@@ -180,6 +182,11 @@ export interface ModelLimits {
   readonly maxConcurrency: number;
   /** A model server asking us to slow down (429, 503 with Retry-After) is retried this long before the conversation goes to a human. */
   readonly retryBudgetMs: number;
+  /**
+   * Replayed messages answered at once (REPLAY_MAX_CONCURRENCY), shared fairly between
+   * companies; their model calls take only places no customer's call waits for.
+   */
+  readonly replayMaxConcurrency: number;
 }
 
 export interface WebchatLimits {
@@ -239,6 +246,7 @@ const envSchema = {
     OTEL_SERVICE_NAME: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
     MODEL_MAX_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 100_000 },
     MODEL_RETRY_BUDGET_MS: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    REPLAY_MAX_CONCURRENCY: { type: 'integer', minimum: 1, maximum: 100_000 },
     INGEST_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000 },
     INGEST_MEMORY_MB: { type: 'integer', minimum: 16, maximum: 16_384 },
     INGEST_THREADS: { type: 'integer', minimum: 1, maximum: 64 },
@@ -389,6 +397,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     model: Object.freeze({
       maxConcurrency: (v.MODEL_MAX_CONCURRENCY as number | undefined) ?? DEFAULT_MODEL_MAX_CONCURRENCY,
       retryBudgetMs: (v.MODEL_RETRY_BUDGET_MS as number | undefined) ?? DEFAULT_MODEL_RETRY_BUDGET_MS,
+      replayMaxConcurrency: (v.REPLAY_MAX_CONCURRENCY as number | undefined) ?? DEFAULT_REPLAY_MAX_CONCURRENCY,
     }),
     ingest: Object.freeze({
       timeoutMs: (v.INGEST_TIMEOUT_MS as number | undefined) ?? DEFAULT_INGEST_TIMEOUT_MS,

@@ -53,6 +53,8 @@ export interface MessageView {
   confidence: number | null;
   /** The teammate who wrote an operator reply or note (null otherwise). */
   authorId: string | null;
+  /** An agent reply or handoff notice: the agent's version that gave it (null otherwise, and for answers from before versions). */
+  agentVersion: number | null;
   createdAt: string;
 }
 
@@ -160,6 +162,7 @@ export interface MessageLike {
   sources?: { documentId: number; chunkId: number; title: string }[] | null;
   confidence?: number | null;
   authorId?: string | null;
+  agentVersion?: number | null;
   createdAt: Date | string;
 }
 
@@ -177,6 +180,7 @@ export function messageView(m: MessageLike): MessageView {
     sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
     confidence: m.confidence ?? null,
     authorId: m.authorId ?? null,
+    agentVersion: m.agentVersion ?? null,
     createdAt: iso(m.createdAt)!,
   };
 }

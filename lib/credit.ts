@@ -3,8 +3,8 @@ import { inTransaction, query, type SqlClient, type SqlPool } from './db.js';
 /**
  * A company's credit as model calls see it: whether a call may be made (balance, daily spend
  * caps), the reservation a call holds while it runs, and its debit. Shared by the worker's
- * agents (actors/steps.ts, actors/agents/runner.ts) and the gateway's agent
- * evaluations (lib/agents/evaluate.ts).
+ * agents (actors/steps.ts, actors/agents/runner.ts), their replays (actors/replays/runner.ts)
+ * and the gateway's agent evaluations (lib/agents/evaluate.ts).
  *
  * Reserve before, settle after (contract.md § Balance): a call is admitted only while the
  * balance less the reservations of calls in flight (`companies.reserved_usd`) covers its
@@ -61,6 +61,37 @@ export async function chargeModelUsage(
     ),
   );
   return entry && { ledgerId: entry.id, amountUsd: entry.amount_usd, balanceAfterUsd: entry.balance_after_usd };
+}
+
+/**
+ * Debits one replayed answer's model call (lib/agents/replays, contract.md § Replay before
+ * publishing), in the transaction that stores the answer: one `replay_usage` ledger entry (no
+ * conversation, no message: nothing was answered for a customer), `balance_usd` lowered by the
+ * exact amount and the call's reservation released. Spend caps and analytics count
+ * `model_usage` only: what a company spends trying changes out never hands a customer over.
+ */
+export async function chargeReplayUsage(
+  c: SqlClient,
+  u: { companyId: number; agentId: number; reservationId: string | null; model: string; inputTokens: number; outputTokens: number; costUsd: string },
+): Promise<{ ledgerId: string; amountUsd: string; balanceAfterUsd: string }> {
+  const [entry] = await query<{ id: string; amount_usd: string; balance_after_usd: string }>(
+    c,
+    'replay_usage_charge',
+    `with gone as (
+       delete from credit_reservations where company_id = $1 and id = $7::bigint returning amount_usd
+     ),
+     co as (
+       update companies c set balance_usd = c.balance_usd - $2::numeric, reserved_usd = c.reserved_usd - (select coalesce(sum(amount_usd), 0) from gone)
+       where c.id = $1
+       returning c.balance_usd
+     )
+     insert into credit_ledger (company_id, kind, amount_usd, balance_after_usd, input_tokens, output_tokens, model, conversation_id, message_id, agent_id)
+     select $1, 'replay_usage', -($2::numeric), co.balance_usd, $3, $4, $5, null, null, $6 from co
+     returning id::text, amount_usd::text, balance_after_usd::text`,
+    [u.companyId, u.costUsd, u.inputTokens, u.outputTokens, u.model, u.agentId, u.reservationId],
+  );
+  if (!entry) throw new Error(`chargeReplayUsage: company ${u.companyId} not found`);
+  return { ledgerId: entry.id, amountUsd: entry.amount_usd, balanceAfterUsd: entry.balance_after_usd };
 }
 
 /** What one committed or discarded answer does to its company's credit. */

@@ -58,14 +58,18 @@ function operatorCloseParams(event: EventOf<'operator.close'>): SessionClosePara
   return { origin: 'operator', event: event.type, at: event.at, ...(event.by !== undefined ? { by: event.by } : {}) };
 }
 
+/** The version of the agent that gave the output, when it says (recorded with the message it becomes). */
+const versionOf = (output: AgentOutput | undefined) => (typeof output?.agentVersion === 'number' ? { agentVersion: output.agentVersion } : {});
+
 /** What the agent says: its reply, or its last words when its close_conversation tool ends the session. */
 function agentReplyParams(messageId: string | null, output: AgentOutput): AgentReplyParams {
-  if (output.kind !== 'reply') return { messageId, text: output.kind === 'close' ? (output.text ?? '') : '' };
+  if (output.kind !== 'reply') return { messageId, text: output.kind === 'close' ? (output.text ?? '') : '', ...versionOf(output) };
   return {
     messageId,
     text: output.text,
     ...(Array.isArray(output.sources) ? { sources: output.sources } : {}),
     ...(typeof output.confidence === 'number' ? { confidence: output.confidence } : {}),
+    ...versionOf(output),
   };
 }
 
@@ -76,6 +80,7 @@ function agentHandoffParams(messageId: string | null, output: AgentOutput | unde
     reason: handoffReasonOf(output),
     messageId,
     ...(output?.kind === 'handoff' && typeof output.text === 'string' ? { text: output.text } : {}),
+    ...versionOf(output),
   };
 }
 

@@ -131,6 +131,8 @@ export interface ConversationMessage {
   confidence: number | null;
   /** The teammate who wrote an operator reply or note; null otherwise (and for API tokens). */
   authorId: string | null;
+  /** An agent reply or handoff notice: the agent's version that gave it (migration 0023); null otherwise. */
+  agentVersion: number | null;
   createdAt: Date;
 }
 
@@ -154,6 +156,7 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     sources: { type: 'json', nullable: true },
     confidence: { type: 'float', nullable: true },
     authorId: { type: 'uuid', nullable: true },
+    agentVersion: { type: 'integer', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
   },
 });

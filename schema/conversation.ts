@@ -194,6 +194,8 @@ interface AgentOutputExtras {
   leadStage?: string;
   decision?: AnswerDecision;
   toolCalls?: ToolCallRecord[];
+  /** The version of the agent's settings that gave the answer (absent: no agent configured). */
+  agentVersion?: number;
 }
 
 export type AgentOutput = AgentOutputExtras &
@@ -222,6 +224,8 @@ export interface AgentReplyParams {
   sources?: ReplySource[];
   /** 0–1: how sure the agent was that its sources answer the question (grounded replies only). */
   confidence?: number;
+  /** The agent's version that gave the reply. */
+  agentVersion?: number;
 }
 
 /**
@@ -232,7 +236,7 @@ export interface AgentReplyParams {
  *   has it, the host only records it (no transfer call needed).
  */
 export type SessionTransferExternalParams =
-  | { origin: 'agent'; reason: HandoffReason; messageId: string | null; text?: string }
+  | { origin: 'agent'; reason: HandoffReason; messageId: string | null; text?: string; agentVersion?: number }
   | { origin: 'helpdesk'; requestId: number; dialogId: number | null; at: string };
 
 /** Params of the `session_close` action. */

@@ -2,6 +2,7 @@ import { BigIntType, EntitySchema } from '@mikro-orm/core';
 import { conversationEntities } from './conversation-entities.js';
 import { leadEntities } from './lead-entities.js';
 import { actionEntities } from './action-entities.js';
+import { replayEntities } from './replay-entities.js';
 import type { BusinessHours } from '../lib/agents/hours.js';
 
 /**
@@ -206,7 +207,7 @@ export const ApiTokenSchema = new EntitySchema<ApiToken>({
   },
 });
 
-export type LedgerKind = 'signup_bonus' | 'model_usage' | 'top_up' | 'adjustment';
+export type LedgerKind = 'signup_bonus' | 'model_usage' | 'replay_usage' | 'top_up' | 'adjustment';
 
 export interface LedgerEntry {
   id: string;
@@ -448,6 +449,8 @@ export interface Agent {
   debounceMs: number;
   /** Business hours and what the agent does outside them; null: always open. */
   hours: BusinessHours | null;
+  /** The current version (migration 0023; lib/agents/versions.ts records each one). */
+  version: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -476,6 +479,7 @@ export const AgentSchema = new EntitySchema<Agent>({
     relevanceThreshold: { type: 'float', default: 0.35 },
     debounceMs: { type: 'integer', default: 0 },
     hours: { type: 'json', nullable: true },
+    version: { type: 'integer', default: 1 },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },
@@ -557,4 +561,5 @@ export const entities = [
   ...conversationEntities,
   ...leadEntities,
   ...actionEntities,
+  ...replayEntities,
 ];

@@ -51,7 +51,9 @@ import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPa
  *
  * Nothing relevant in the knowledge base: the agent's `onNoAnswer` (answer.ts). Every
  * handoff carries the agent's `handoffMessage`, which the host sends to the customer. Agent
- * configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it.
+ * configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it. Every
+ * answer of a configured agent carries the version of the config that gave it
+ * (`agentVersion`, lib/agents/versions.ts), which its message records.
  */
 export interface AgentRunnerOptions {
   cacheTtlMs?: number;
@@ -189,22 +191,27 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     return output;
   }
 
+  async function answerWith(input: AgentInputForRunner, config: AgentConfig): Promise<AgentOutput> {
+    // The customer asks for a person: no model call, no cost.
+    if (wantsHuman(input.text)) return handoff(config.profile, 'asked_for_human', { decision: askedForHuman(config, input.text) });
+    if (input.signal?.aborted) throw new ModelCallCancelled();
+    if (config.profile.provider === 'openai') return model(input, config);
+    const version = config.base?.contentVersion ?? '0';
+    return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
+  }
+
   return {
     async routeOf(companyId, integrationId): Promise<AnswerRoute> {
       const agentId = await agentOf(integrationId);
       const config = agentId === null ? null : await configOf(companyId, agentId);
-      return { agentId, path: pathOf(config), behaviour: config ? { debounceMs: config.profile.debounceMs, hours: config.profile.hours } : NO_BEHAVIOUR };
+      return { agentId, path: pathOf(config), behaviour: config ? { debounceMs: config.profile.debounceMs, hours: config.profile.hours, version: config.profile.version } : NO_BEHAVIOUR };
     },
     async answer(input): Promise<AgentOutput> {
       if (input.agentId === null) return wantsHuman(input.text) ? handoff(null, 'asked_for_human') : handoff(null, 'no_answer');
       const config = await configOf(input.companyId, input.agentId);
       if (!config) return handoff(null, wantsHuman(input.text) ? 'asked_for_human' : 'no_answer');
-      // The customer asks for a person: no model call, no cost.
-      if (wantsHuman(input.text)) return handoff(config.profile, 'asked_for_human', { decision: askedForHuman(config, input.text) });
-      if (input.signal?.aborted) throw new ModelCallCancelled();
-      if (config.profile.provider === 'openai') return model(input, config);
-      const version = config.base?.contentVersion ?? '0';
-      return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
+      // The answer records the version of the settings that gave it: the cached config's.
+      return { ...(await answerWith(input, config)), agentVersion: config.profile.version };
     },
   };
 }

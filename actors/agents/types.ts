@@ -43,6 +43,8 @@ export interface AgentInputForRunner {
 export interface AgentBehaviour {
   debounceMs: number;
   hours: BusinessHours | null;
+  /** The agent's version these come from (recorded on the message told outside the hours); none without an agent. */
+  version?: number;
 }
 
 export const NO_BEHAVIOUR: AgentBehaviour = { debounceMs: 0, hours: null };

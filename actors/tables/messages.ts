@@ -24,6 +24,7 @@ export const messages = new Table('conversation_messages', {
   sources: 'jsonb',
   confidence: 'real',
   author_id: 'uuid',
+  agent_version: 'int',
 });
 
 /** A message to insert: its id when reserved beforehand (a customer message the machine is told about), else the next one; its time comes from the database. */

@@ -166,7 +166,7 @@ with done as (
 update conversation_messages m set delivery = d.status, external_id = coalesce(d.external_id, m.external_id), delivery_error = d.error
 from outbox_done d where m.id = d.message_id
 returning d.id::text as outbox_id, m.id::text as id, m.company_id, m.conversation_id, m.seq, m.role, m.kind, m.text, m.external_id, m.reply_to_id::text as reply_to_id,
-  m.delivery, m.delivery_error, m.sources, m.confidence, m.created_at`;
+  m.delivery, m.delivery_error, m.sources, m.confidence, m.author_id, m.agent_version, m.created_at`;
 
 /** Records final outcomes (of rows still sending under the given epochs); returns each finished row's message, by outbox id. */
 export async function finishSends(c: SqlClient, list: Finish[]): Promise<Map<string, MessageRow>> {

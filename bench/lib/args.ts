@@ -2,7 +2,7 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox', 'actions'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox', 'actions', 'replay'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -63,6 +63,18 @@ export interface BenchArgs {
   actionsModelLatency: number;
   /** Actions: the order API stand-in's answer time, ms. */
   actionsLatency: number;
+  /** Replay: conversations of the replaying company (each gets --replay-messages answered customer messages), all replayed at once. */
+  replayConversations: number;
+  replayMessages: number;
+  /** Replay: the model stand-in's answer time, ms (live answers and replayed ones). */
+  replayModelLatency: number;
+  /** Replay: another company's live customer messages per second, and for how many seconds each measured window lasts. */
+  replayLiveRate: number;
+  replayLiveDuration: number;
+  /** Replay: rounds of a window without a replay then one with a replay running (the p99s pool the rounds). */
+  replayLiveRounds: number;
+  /** Replay: REPLAY_MAX_CONCURRENCY of the worker (0: its default). */
+  replayConcurrency: number;
   /** Inbox: conversations of the one company (ten messages each on average). */
   inboxConversations: number;
   /** Inbox: list requests per filter. */
@@ -108,6 +120,11 @@ export const USAGE = `npm run bench -- [flags]
             --helpdesk-latency MS (150)
   actions   --actions-customers N (300)  --actions-model-latency MS (1000 per model turn)
             --actions-latency MS (100, the action's API)  --helpdesk-latency MS (150)
+  replay    --replay-conversations N (200, at most 200)  --replay-messages N (3 answered customer messages
+            each)  --replay-latency MS (1000, the model)  --replay-live-rate R (30 msg/s of another company)
+            --replay-live-duration S (12 per window)  --replay-live-rounds N (2: without, with, without, with)
+            --replay-concurrency N (the worker's REPLAY_MAX_CONCURRENCY;
+            default: its default)  --helpdesk-latency MS (150)
   inbox     --inbox-conversations N (100000; ten messages each)  --inbox-requests N (200 per filter)
             --inbox-streams N (50)  --inbox-rate R (100 msg/s)  --inbox-duration S (20)
 
@@ -179,6 +196,13 @@ export function parseArgs(argv: string[]): BenchArgs {
     actionsCustomers: 300,
     actionsModelLatency: 1_000,
     actionsLatency: 100,
+    replayConversations: 200,
+    replayMessages: 3,
+    replayModelLatency: 1_000,
+    replayLiveRate: 30,
+    replayLiveDuration: 12,
+    replayLiveRounds: 2,
+    replayConcurrency: 0,
     inboxConversations: 100_000,
     inboxRequests: 200,
     inboxStreams: 50,
@@ -204,6 +228,8 @@ export function parseArgs(argv: string[]): BenchArgs {
       ingestionDocs: 10,
       modelsBurst: 1_000,
       actionsCustomers: 100,
+      replayLiveDuration: 8,
+      replayLiveRounds: 1,
       inboxConversations: 20_000,
       inboxRequests: 100,
       inboxDuration: 10,
@@ -258,6 +284,13 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'actions-customers': a.actionsCustomers = Math.max(1, Math.round(num(flag, value()))); break;
       case 'actions-model-latency': a.actionsModelLatency = Math.round(num(flag, value())); break;
       case 'actions-latency': a.actionsLatency = Math.round(num(flag, value())); break;
+      case 'replay-conversations': a.replayConversations = Math.max(1, Math.min(200, Math.round(num(flag, value())))); break;
+      case 'replay-messages': a.replayMessages = Math.max(1, Math.min(20, Math.round(num(flag, value())))); break;
+      case 'replay-latency': a.replayModelLatency = Math.round(num(flag, value())); break;
+      case 'replay-live-rate': a.replayLiveRate = Math.max(1, num(flag, value())); break;
+      case 'replay-live-duration': a.replayLiveDuration = Math.max(1, num(flag, value())); break;
+      case 'replay-live-rounds': a.replayLiveRounds = Math.max(1, Math.min(5, Math.round(num(flag, value())))); break;
+      case 'replay-concurrency': a.replayConcurrency = Math.round(num(flag, value())); break;
       case 'inbox-conversations': a.inboxConversations = Math.max(100, Math.round(num(flag, value()))); break;
       case 'inbox-requests': a.inboxRequests = Math.max(1, Math.round(num(flag, value()))); break;
       case 'inbox-streams': a.inboxStreams = Math.max(1, Math.min(50, Math.round(num(flag, value())))); break;

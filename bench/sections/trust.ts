@@ -96,7 +96,7 @@ export async function runTrust(_ctx: BenchContext): Promise<SectionResult> {
     const deps = { sql, vectors: new VectorIndex(), secrets: new SecretBox([Buffer.alloc(32)]), urls: { allowPrivateUrls: true, helpdeskGlobalUrl: '', helpdeskEuropeUrl: '' } };
     const agentAt = (base: Base, threshold: number): AgentProfile => ({
       agentId: 1, companyId: company, provider: 'builtin', knowledgeBaseId: bases[base].info.id, systemPrompt: '', modelName: null, baseUrl: null, apiKeySealed: null, pricing: null,
-      maxConcurrency: null, handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: threshold, greeting: null, debounceMs: 0, hours: null,
+      maxConcurrency: null, handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: threshold, greeting: null, debounceMs: 0, hours: null, version: 1,
     });
 
     const all = sets();

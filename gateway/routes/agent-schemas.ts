@@ -2,9 +2,11 @@ import { DEFAULT_FALLBACK_TEXT, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/ag
 import { WEEKDAYS, type BusinessHours } from '../../lib/agents/hours.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { formatUsd } from '../../lib/money.js';
+import { SETTING_FIELDS } from '../../lib/agents/versions.js';
 import type { Agent } from '../../schema/entities.js';
-import { BOOLEAN, EXAMPLE_TIME, FRACTION, ID, nullable, object, STRING, TIMESTAMP, USD } from '../http/schemas.js';
+import { arrayOf, BOOLEAN, EXAMPLE_TIME, FRACTION, ID, nullable, object, STRING, TIMESTAMP, USD, UUID } from '../http/schemas.js';
 import { bodyValidator, idPathParam, USD_AMOUNT } from '../http/validate.js';
+import { EXAMPLE_USER_ID } from './auth.js';
 
 /**
  * What the agent routes (gateway/routes/agents.ts) accept and answer: the bodies they check,
@@ -129,6 +131,7 @@ export const agentView = (a: Agent) => ({
   relevanceThreshold: a.relevanceThreshold,
   debounceMs: a.debounceMs,
   hours: a.hours,
+  version: a.version,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
 });
@@ -150,6 +153,7 @@ export const AGENT_SCHEMA = object(
     relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
     debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS, description: 'Customer messages within this many ms of each other are answered once, together (0: off).' },
     hours: hoursSchema,
+    version: { type: 'integer', minimum: 1, description: 'The current version: each change of anything but the name makes the next one (GET /api/agents/{id}/versions).' },
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
   },
@@ -176,9 +180,27 @@ export const EXAMPLE_AGENT = {
   relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD,
   debounceMs: 1500,
   hours: EXAMPLE_HOURS,
+  version: 3,
   createdAt: EXAMPLE_TIME,
   updatedAt: EXAMPLE_TIME,
 };
 export const ONE_AGENT = { schema: object({ agent: AGENT_SCHEMA }), example: { agent: EXAMPLE_AGENT } };
+
+/** What versionView (lib/agents/versions.ts) answers. */
+export const AGENT_VERSION_SCHEMA = object(
+  {
+    version: { type: 'integer', minimum: 1 },
+    createdAt: TIMESTAMP,
+    createdBy: { ...nullable(UUID), description: 'The user who made it; null: a company API token, or the version every agent had when versions began.' },
+    changes: { ...arrayOf({ type: 'string', enum: Object.values(SETTING_FIELDS) }), description: 'The fields it changed, as the API names them (empty for the first version).' },
+    restoredFrom: { ...nullable({ type: 'integer', minimum: 1 }), description: 'A restore: the version it copied.' },
+    replayId: { ...nullable(ID), description: "A publish: the replay whose changes it applied." },
+    current: { ...BOOLEAN, description: "Whether it is the agent's version now." },
+  },
+  { title: 'AgentVersion' },
+);
+export const EXAMPLE_AGENT_VERSION = { version: 3, createdAt: EXAMPLE_TIME, createdBy: EXAMPLE_USER_ID, changes: ['systemPrompt', 'relevanceThreshold'], restoredFrom: null, replayId: null, current: true };
+/** The answer of a restore (and of a replay's publish): the agent as it is now and the version it is. */
+export const AGENT_AND_VERSION = { schema: object({ agent: AGENT_SCHEMA, version: AGENT_VERSION_SCHEMA }), example: { agent: EXAMPLE_AGENT, version: EXAMPLE_AGENT_VERSION } };
 export const BAD_AGENT = 'a bad field (hours: an unknown time zone, a bad range or date), an unknown knowledgeBaseId, provider openai without model.name or model.baseUrl, a model.baseUrl at a private address, or a new model.baseUrl without model.apiKey';
 export const AGENT_ID = idPathParam('agent');

@@ -3,15 +3,17 @@ import { DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
 import { hoursProblems, type BusinessHours } from '../../lib/agents/hours.js';
 import type { Config } from '../../lib/config.js';
 import { AppError, notFound } from '../../lib/errors.js';
+import { recordFirstVersion, recordVersion, settingsOf } from '../../lib/agents/versions.js';
 import { withinQuota } from '../../lib/quotas.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
 import { deleteById } from '../http/delete-by-id.js';
+import { conflictOnUnique } from '../http/errors.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
-import { AGENT_ID, AGENT_SCHEMA, agentView, BAD_AGENT, createBody, DECIMAL, EXAMPLE_AGENT, EXAMPLE_HOURS, ONE_AGENT, patchBody, type ModelInput } from './agent-schemas.js';
+import { AGENT_ID, AGENT_SCHEMA, agentView, BAD_AGENT, createBody, DECIMAL, EXAMPLE_AGENT, EXAMPLE_HOURS, ONE_AGENT, patchBody, type AgentInput, type ModelInput } from './agent-schemas.js';
 
 /*
  * The agents' routes, and what their fields must be beyond what the schemas of
@@ -36,7 +38,8 @@ function pricingOf(p: NonNullable<ModelInput['pricing']>): ModelPricing {
   return { inputUsdPerMTok: decimalPrice(p.inputUsdPerMTok, 'model.pricing.inputUsdPerMTok'), outputUsdPerMTok: decimalPrice(p.outputUsdPerMTok, 'model.pricing.outputUsdPerMTok') };
 }
 
-async function checkKnowledgeBase(tenant: TenantScope, id: number | null | undefined): Promise<void> {
+/** 400 VALIDATION_ERROR on `knowledgeBaseId` unless the company has that knowledge base (null: none, fine). */
+export async function checkKnowledgeBase(tenant: TenantScope, id: number | null | undefined): Promise<void> {
   if (id === null || id === undefined) return;
   if (!(await tenant.em.count(KnowledgeBaseSchema, { id }))) {
     throw new AppError('VALIDATION_ERROR', 'Invalid knowledgeBaseId.', { details: [{ field: 'knowledgeBaseId', message: 'no such knowledge base' }] });
@@ -78,7 +81,36 @@ async function applyModel(agent: Agent, model: ModelInput | undefined, secrets: 
   }
 }
 
-type AgentConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
+export type AgentConfig = Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'quotas'>;
+
+/**
+ * A PATCH body applied to `agent` with every rule of the agent's fields (a knowledge base of
+ * the company, real hours, the model server's address and key): on a managed entity, or on a
+ * plain copy (`{...agent}`) to see what a change would make of it without saving anything
+ * (gateway/routes/replays.ts); nothing is read or written of the agent through the manager.
+ */
+export async function applyAgentInput(tenant: TenantScope, agent: Agent, body: AgentInput, secrets: SecretBox, config: AgentConfig): Promise<void> {
+  await checkKnowledgeBase(tenant, body.knowledgeBaseId);
+  if (body.name !== undefined) agent.name = body.name.trim();
+  if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
+  if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
+  if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
+  if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
+  if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
+  if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
+  if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
+  if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
+  if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
+  if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
+  await applyModel(agent, body.model, secrets, config);
+  agent.updatedAt = new Date();
+}
+
+/** Who makes a version: the user of a session; null for a company API token. */
+export const versionAuthor = (req: Request): string | null => (req.principal?.kind === 'session' ? req.principal.userId : null);
+
+/** Two changes of one agent at the same moment: the second is refused (its version number was taken). */
+export const AGENT_CHANGED = 'The agent was changed at the same moment; load it again and retry.';
 
 /**
  * The agent the path names (`:id`), with its sealed model key; 404 when the company has none
@@ -125,7 +157,12 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
         } as never);
         await applyModel(agent, body.model, secrets, config);
         const quota = { companyId: tenant.companyId, field: 'agents', limit: config.quotas.agents, entity: AgentSchema };
-        await withinQuota(tenant.em, quota, () => tenant.em.flush());
+        // The agent and its version 1, in one transaction (the version needs the agent's id).
+        await withinQuota(tenant.em, quota, async () => {
+          await tenant.em.flush();
+          recordFirstVersion(tenant.em, agent, versionAuthor(req));
+          await tenant.em.flush();
+        });
         res.status(201).json({ agent: agentView(agent) });
       },
     }),
@@ -143,28 +180,18 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
     defineRoute({
       method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
       summary: 'Change an agent (only the fields sent; null restores a default)',
+      description: 'A change of anything but `name` makes a new version of the agent (GET /api/agents/{id}/versions).',
       params: [AGENT_ID],
       body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
       responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
-      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT },
+      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT, CONFLICT: 'the agent was changed at the same moment' },
       load: loadPathAgent,
       handler: async ({ req, res, loaded: agent, body }) => {
         const tenant = req.tenant!;
-        await checkKnowledgeBase(tenant, body.knowledgeBaseId);
-        if (body.name !== undefined) agent.name = body.name.trim();
-        if (body.systemPrompt !== undefined) agent.systemPrompt = body.systemPrompt;
-        if (body.knowledgeBaseId !== undefined) agent.knowledgeBaseId = body.knowledgeBaseId;
-        if (body.handoffMessage !== undefined) agent.handoffMessage = body.handoffMessage === null ? null : body.handoffMessage.trim();
-        if (body.spendCapUsdPerDay !== undefined) agent.spendCapUsdPerDay = body.spendCapUsdPerDay;
-        if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
-        if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
-        if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
-        if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
-        if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
-        if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
-        await applyModel(agent, body.model, secrets, config);
-        agent.updatedAt = new Date();
-        await tenant.em.flush();
+        const before = settingsOf(agent);
+        await applyAgentInput(tenant, agent, body, secrets, config);
+        recordVersion(tenant.em, agent, before, { createdBy: versionAuthor(req) });
+        await conflictOnUnique(AGENT_CHANGED, () => tenant.em.flush());
         res.json({ agent: agentView(agent) });
       },
     }),

@@ -29,7 +29,7 @@ const patchBody = bodyValidator<{ spendCapUsdPerDay: string | null }>({
 const LEDGER_ENTRY = object(
   {
     id: BIG_ID,
-    kind: { type: 'string', enum: ['signup_bonus', 'model_usage', 'top_up', 'adjustment'] },
+    kind: { type: 'string', enum: ['signup_bonus', 'model_usage', 'replay_usage', 'top_up', 'adjustment'], description: '`replay_usage`: the model calls of a replay of past conversations (POST /api/agents/{id}/replays); daily spend caps count `model_usage` only.' },
     amountUsd: USD,
     balanceAfterUsd: USD,
     inputTokens: nullable(COUNT),

@@ -131,6 +131,7 @@ export const MESSAGE = object(
     confidence: { ...nullable({ type: 'number', minimum: 0, maximum: 1 }), description: 'An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null for other messages.' },
     authorId: { ...nullable(UUID), description: 'The teammate who wrote an operator reply or note; null otherwise (and for API tokens).' },
     author: { ...nullable(TEAMMATE), description: 'That teammate, null when there is none (or they were removed).' },
+    agentVersion: { ...nullable({ type: 'integer', minimum: 1 }), description: "An agent reply or handoff notice: the agent's version that gave it (GET /api/agents/{id}/versions); null for other messages and for answers from before versions." },
     createdAt: TIMESTAMP,
   },
   { title: 'Message' },
@@ -147,8 +148,8 @@ export const TRANSITION = object(
   },
   { title: 'Transition' },
 );
-export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, authorId: null, author: null, createdAt: EXAMPLE_TIME };
-export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryError: null, sources: null, confidence: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, authorId: null, author: null, agentVersion: 3, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryError: null, sources: null, confidence: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, agentVersion: null, createdAt: EXAMPLE_TIME };
 export const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
 export const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
 export const ONE_CONVERSATION_ITEM = { schema: object({ conversation: CONVERSATION_ITEM }), example: { conversation: EXAMPLE_CONVERSATION_ITEM } };

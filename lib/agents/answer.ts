@@ -70,6 +70,8 @@ export interface AgentProfile {
   debounceMs: number;
   /** Business hours; null: always open. */
   hours: BusinessHours | null;
+  /** The agent's version these settings are (lib/agents/versions.ts): every answer records it. */
+  version: number;
 }
 
 /** The profile of an agent entity (its sealed key populated). */
@@ -92,6 +94,7 @@ export function agentProfile(a: Agent): AgentProfile {
     greeting: a.greeting ?? null,
     debounceMs: a.debounceMs ?? 0,
     hours: a.hours ?? null,
+    version: a.version ?? 1,
   };
 }
 
@@ -187,8 +190,10 @@ export interface AnswerTools {
   tools: AgentTools;
   /** The process's MCP clients (null: MCP tools cannot be called). */
   mcp: McpConnections | null;
-  /** The conversation answered (null: an evaluation). */
+  /** The conversation answered (null: an evaluation or a replay). */
   conversationId: number | null;
+  /** A replay: the customer message answered again (its answer's recorded tool calls stand in for tools that change data). */
+  recordedFor?: string;
   /** Where the tool-call ledger is written (default: the answer's pool); the worker's commits that need not wait for the disk. */
   ledger?: SqlClient;
 }
@@ -303,7 +308,7 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     ? new Toolbox(
         tools.tools,
         { sql: tools.ledger ?? deps.sql, secrets: deps.secrets, guardFor: (url) => guardForUrl(deps.urls, url), mcp: tools.mcp, logger: deps.logger },
-        { companyId: agent.companyId, agentId: agent.agentId, conversationId: tools.conversationId, messageId: o.messageId, signal: o.signal, slot },
+        { companyId: agent.companyId, agentId: agent.agentId, conversationId: tools.conversationId, messageId: o.messageId, recordedFor: tools.recordedFor, signal: o.signal, slot },
       )
     : null;
   const called = () => (toolbox?.records.length ? { toolCalls: toolbox.records } : {});

@@ -20,6 +20,7 @@ import { Migration0019DropRedundantMessageKeys } from './0019-drop-redundant-mes
 import { Migration0020ConversationChildrenCascade } from './0020-conversation-children-cascade.js';
 import { Migration0021Team } from './0021-team.js';
 import { Migration0022AgentActions } from './0022-agent-actions.js';
+import { Migration0023AgentVersionsReplays } from './0023-agent-versions-replays.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -45,4 +46,5 @@ export const migrations = [
   { name: '0020-conversation-children-cascade', class: Migration0020ConversationChildrenCascade },
   { name: '0021-team', class: Migration0021Team },
   { name: '0022-agent-actions', class: Migration0022AgentActions },
+  { name: '0023-agent-versions-replays', class: Migration0023AgentVersionsReplays },
 ];

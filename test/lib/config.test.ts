@@ -1,5 +1,5 @@
 import t from 'tap';
-import { loadConfig, DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS, DEFAULT_PARTITIONS } from '../../lib/config.js';
+import { loadConfig, DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS, DEFAULT_PARTITIONS, DEFAULT_REPLAY_MAX_CONCURRENCY } from '../../lib/config.js';
 import { ConfigError } from '../../lib/errors.js';
 
 const KEY = 'a'.repeat(64);
@@ -120,13 +120,17 @@ t.test('webchat limits: defaults, values, bad values', async (t) => {
   }
 });
 
-t.test('model calls: MODEL_MAX_CONCURRENCY and MODEL_RETRY_BUDGET_MS, defaults, values, bad values', async (t) => {
-  t.same(loadConfig(production).model, { maxConcurrency: DEFAULT_MODEL_MAX_CONCURRENCY, retryBudgetMs: DEFAULT_MODEL_RETRY_BUDGET_MS });
-  t.same([DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS], [1024, 120_000]);
-  const c = loadConfig({ ...production, MODEL_MAX_CONCURRENCY: '4096', MODEL_RETRY_BUDGET_MS: '0' });
-  t.same(c.model, { maxConcurrency: 4096, retryBudgetMs: 0 }, 'a budget of 0: a server asking to slow down hands over at once');
+t.test('model calls: MODEL_MAX_CONCURRENCY, MODEL_RETRY_BUDGET_MS and REPLAY_MAX_CONCURRENCY, defaults, values, bad values', async (t) => {
+  t.same(loadConfig(production).model, { maxConcurrency: DEFAULT_MODEL_MAX_CONCURRENCY, retryBudgetMs: DEFAULT_MODEL_RETRY_BUDGET_MS, replayMaxConcurrency: DEFAULT_REPLAY_MAX_CONCURRENCY });
+  t.same([DEFAULT_MODEL_MAX_CONCURRENCY, DEFAULT_MODEL_RETRY_BUDGET_MS, DEFAULT_REPLAY_MAX_CONCURRENCY], [1024, 120_000, 32]);
+  const c = loadConfig({ ...production, MODEL_MAX_CONCURRENCY: '4096', MODEL_RETRY_BUDGET_MS: '0', REPLAY_MAX_CONCURRENCY: '8' });
+  t.same(c.model, { maxConcurrency: 4096, retryBudgetMs: 0, replayMaxConcurrency: 8 }, 'a budget of 0: a server asking to slow down hands over at once');
   t.ok(Object.isFrozen(c.model));
-  for (const [name, bads] of [['MODEL_MAX_CONCURRENCY', ['0', '-5', 'lots', '2.5', '100001']], ['MODEL_RETRY_BUDGET_MS', ['-1', 'soon', '1.5', '3600001']]] as const) {
+  for (const [name, bads] of [
+    ['MODEL_MAX_CONCURRENCY', ['0', '-5', 'lots', '2.5', '100001']],
+    ['MODEL_RETRY_BUDGET_MS', ['-1', 'soon', '1.5', '3600001']],
+    ['REPLAY_MAX_CONCURRENCY', ['0', '-1', 'many', '1.5', '100001']],
+  ] as const) {
     for (const bad of bads) t.throws(() => loadConfig({ ...production, [name]: bad }), { name: 'ConfigError', message: new RegExp(`^${name}: `) }, `${name}=${bad}`);
   }
 });

@@ -47,6 +47,9 @@ const cannedReply = (await svc.api('POST', '/api/canned-replies', { token: owner
 const action = (await svc.api('POST', `/api/agents/${agent.id}/actions`, { token: owner.token, body: { name: 'order_status', description: 'x', parameters: { type: 'object' }, request: { method: 'GET', url: 'http://127.0.0.1:9/orders' } } })).body.action;
 // Nothing listens there: stored as failed, which is all the matrix needs.
 const mcpServer = (await svc.api('POST', `/api/agents/${agent.id}/mcp-servers`, { token: owner.token, body: { name: 'crm', url: 'http://127.0.0.1:9/mcp' } })).body.mcpServer;
+// A replay of the owner's conversation, finished before the matrix runs (its rows must hold still for the snapshot).
+const replay = (await svc.api('POST', `/api/agents/${agent.id}/replays`, { token: owner.token, body: { changes: { systemPrompt: 'Be brief.' }, conversations: { ids: [conversation.id] } } })).body.replay;
+await eventually(async () => (await svc.api('GET', `/api/agents/${agent.id}/replays/${replay.id}?items=none`, { token: owner.token })).body.replay?.status === 'done', 15_000, 'the replay done');
 
 const ids: Record<string, number | string> = {
   agents: agent.id,
@@ -79,6 +82,12 @@ const MATRIX: Record<string, unknown> = {
   'DELETE /api/agents/:id/mcp-servers/:serverId': undefined,
   'POST /api/agents/:id/mcp-servers/:serverId/refresh': undefined,
   'GET /api/agents/:id/tool-calls': undefined,
+  'GET /api/agents/:id/versions': undefined,
+  'POST /api/agents/:id/versions/:v/restore': undefined,
+  'POST /api/agents/:id/replays': { changes: { systemPrompt: 'pwned' }, conversations: { ids: [conversation.id] } },
+  'GET /api/agents/:id/replays': undefined,
+  'GET /api/agents/:id/replays/:rid': undefined,
+  'POST /api/agents/:id/replays/:rid/publish': undefined,
   'DELETE /api/api-tokens/:id': undefined,
   'GET /api/integrations/:id': undefined,
   'PATCH /api/integrations/:id': { active: false, name: 'pwned' },
@@ -135,7 +144,7 @@ t.test('every route with an id is in the matrix', async (t) => {
 
 /** Every company-owned row, as JSON, for before/after comparison. */
 async function snapshot(): Promise<string> {
-  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves', 'users', 'user_invitations', 'canned_replies', 'conversation_reads', 'agent_actions', 'agent_mcp_servers', 'agent_tool_calls'];
+  const tables = ['agents', 'agent_evaluations', 'api_tokens', 'integrations', 'knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_terms', 'conversations', 'conversation_messages', 'conversation_transitions', 'outbox', 'inbound_receipts', 'leads', 'lead_stage_moves', 'users', 'user_invitations', 'canned_replies', 'conversation_reads', 'agent_actions', 'agent_mcp_servers', 'agent_tool_calls', 'agent_versions', 'agent_replays', 'agent_replay_items'];
   const out: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await sql(svc.orm, `select * from ${table} where company_id = ? order by 1`, [owner.companyId]);
@@ -152,7 +161,9 @@ const fill = (route: string) =>
     .replace(/\/api\/([\w-]+)\/:id/, (_m, res: string) => `/api/${res}/${ids[res]}`)
     .replace(':docId', String(doc.id))
     .replace(':actionId', String(action.id))
-    .replace(':serverId', String(mcpServer.id)) + (route.endsWith('/search') ? '?q=nine' : '');
+    .replace(':serverId', String(mcpServer.id))
+    .replace(':v/', '1/')
+    .replace(':rid', String(replay.id)) + (route.endsWith('/search') ? '?q=nine' : '');
 
 t.test("another company's session and API token: 404, and no side effect", async (t) => {
   const before = await snapshot();

@@ -344,3 +344,50 @@ export function messageTime(iso, now = Date.now()) {
 export function systemText(text) {
   return String(text ?? '').replace(/\(([a-z]+(?:_[a-z]+)+)\)/g, (whole, id) => (REASONS[id] ? `(${REASONS[id].toLowerCase()})` : `(${humanise(id).toLowerCase()})`));
 }
+
+/** What an agent does when nothing relevant is found (onNoAnswer), as its form offers it. */
+export const NO_ANSWER_CHOICES = [
+  { value: 'handoff', label: 'Say the fallback text, then hand over to a human' },
+  { value: 'fallback', label: 'Only say the fallback text (the bot stays on)' },
+];
+
+// An agent's settings by the names the API gives them (a version's `changes`, a replay's
+// `changeFields`, an error's `details[].field`), as its form labels them.
+const AGENT_FIELDS = {
+  name: 'Name',
+  systemPrompt: 'System prompt',
+  model: 'Model',
+  'model.provider': 'Model provider',
+  'model.name': 'Model name',
+  'model.baseUrl': 'Model base URL',
+  'model.apiKey': 'Model API key',
+  'model.pricing': 'Model prices',
+  'model.maxConcurrency': 'Concurrent model calls',
+  knowledgeBaseId: 'Knowledge base',
+  handoffMessage: 'Handoff text',
+  spendCapUsdPerDay: 'Spend cap per day',
+  onNoAnswer: 'When nothing relevant is found',
+  fallbackMessage: 'Fallback text',
+  greeting: 'Greeting',
+  relevanceThreshold: 'Confidence threshold',
+  debounceMs: 'Debounce',
+  hours: 'Business hours',
+};
+
+/** An agent field ("model.name", "changes.greeting", "hours.weekly.mon.0") in words: its own label, else its nearest parent's. */
+export function agentFieldText(field) {
+  const path = String(field ?? '').replace(/^changes\./, '');
+  for (let p = path; p; p = p.includes('.') ? p.slice(0, p.lastIndexOf('.')) : '') if (AGENT_FIELDS[p]) return AGENT_FIELDS[p];
+  return humanise(path);
+}
+
+/** Several agent fields in words: "System prompt, Greeting". */
+export function agentFieldsText(fields) {
+  return (fields ?? []).map(agentFieldText).join(', ');
+}
+
+const REPLAY_STATUS = { running: 'Running', done: 'Done', failed: 'Stopped' };
+/** A replay's status (running, done, failed) as a short word. */
+export function replayStatusText(status) {
+  return REPLAY_STATUS[status] ?? humanise(status);
+}

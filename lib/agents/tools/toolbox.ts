@@ -22,7 +22,9 @@ import { offeredToolName } from './tool-names.js';
  *   at the same answer finished is not made again (its result is given again, `reused`), and
  *   one it left `started` (the worker died mid-call) is not made either: it is uncertain, and
  *   the model is told so (lib/agents/tools/tool-calls.ts keeps the ledger); in a test
- *   (evaluations, no customer message) it is never called;
+ *   (evaluations, no customer message) it is never called; nor in a replay (a past customer
+ *   message answered again, `recordedFor`): the model is given what the original answer's call
+ *   of the same tool got, as a repeat (`reused`), or told it was not called when there was none;
  * - every call goes through the address guard with its deadline and caps
  *   (lib/agents/tools/action-request.ts, mcp-client.ts), gives the answer's model slot back
  *   while it runs, and is aborted with the answer (a human took over);
@@ -37,6 +39,7 @@ export const LIMIT_REACHED = 'tool call limit reached';
 export const UNCERTAIN_CALL =
   'An earlier attempt of this call was interrupted: it may or may not have taken effect. It was not repeated; tell the customer a colleague will check.';
 const notInATest = (name: string) => `not called: this is a test and ${name} changes data`;
+const notInAReplay = (name: string) => `not called in a replay: ${name} changes data`;
 
 interface ToolBase {
   /** The name the model is offered it under. */
@@ -175,8 +178,10 @@ export interface ToolAnswer {
   companyId: number;
   agentId: number;
   conversationId: number | null;
-  /** The customer message answered (stable across attempts); null: an evaluation. */
+  /** The customer message answered (stable across attempts); null: an evaluation or a replay. */
   messageId: string | null;
+  /** A replay (messageId null): the customer message answered again, whose answer's recorded calls stand in for the tools that change data. */
+  recordedFor?: string;
   signal?: AbortSignal;
   slot?: CallSlot;
 }
@@ -251,9 +256,12 @@ export class Toolbox {
     if (!tool.idempotent) {
       const first = this.#once.get(tool.name);
       if (first) return this.#record(tool, seq, args, { status: 'not_called', httpStatus: null, ms: 0, error: `${tool.name} was called already in this answer`, result: first.result }, 'record');
-      if (this.#answer.messageId === null) return this.#record(tool, seq, args, failure('not_called', notInATest(tool.name)), 'record');
-      const earlier = (await this.#earlierCalls()).find((c) => c.name === tool.name && MAY_HAVE_CALLED.has(c.status));
+      const replay = this.#answer.messageId === null ? (this.#answer.recordedFor ?? null) : null;
+      if (this.#answer.messageId === null && replay === null) return this.#record(tool, seq, args, failure('not_called', notInATest(tool.name)), 'record');
+      // A replay takes a finished call of the original answer only (one left `started` is the live answer's to settle).
+      const earlier = (await this.#earlierCalls()).find((c) => c.name === tool.name && MAY_HAVE_CALLED.has(c.status) && (replay === null || c.status !== 'started'));
       if (earlier) return this.#again(tool, args, earlier);
+      if (replay !== null) return this.#record(tool, seq, args, failure('not_called', notInAReplay(tool.name)), 'record');
     }
     // A call that changes data is in the ledger before it goes out (a crash leaves it
     // `started`: uncertain); one that may be repeated is written once, after it.
@@ -286,9 +294,9 @@ export class Toolbox {
     return this.#logged(tool, args, recorded, true);
   }
 
-  /** The calls of earlier attempts at this answer, read once (before this attempt wrote any). */
+  /** The calls of earlier attempts at this answer (a replay: of the original answer), read once (before this attempt wrote any). */
   #earlierCalls(): Promise<EarlierToolCall[]> {
-    this.#earlier ??= earlierToolCalls(this.#deps.sql, this.#answer.messageId!);
+    this.#earlier ??= earlierToolCalls(this.#deps.sql, (this.#answer.messageId ?? this.#answer.recordedFor)!);
     return this.#earlier;
   }
 

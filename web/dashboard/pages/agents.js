@@ -2,15 +2,12 @@
 // (gateway/routes/agent-schemas.ts). The model API key is write-only: the form never shows a
 // stored key, it only says whether one is set. Editing sends only what changed, so a default
 // text shown in the form is not stored as the agent's own. #/agents/<id> is an agent's own
-// tools (agent-tools.js).
+// tools (agent-tools.js); #/agents/<id>/replay[/<replay id>] tries changes on its past
+// conversations (agent-replay.js); #/agents/<id>/versions is its version history (agent-versions.js).
 import { api, apiAll, seg } from '../api.js';
 import { busy, field, fieldErrors, h, messages, replace, secretInput, select, table, time } from '../dom.js';
+import { NO_ANSWER_CHOICES as NO_ANSWER } from '../words.js';
 import { hoursEditor } from './agent-hours.js';
-
-const NO_ANSWER = [
-  { value: 'handoff', label: 'Say the fallback text, then hand over to a human' },
-  { value: 'fallback', label: 'Only say the fallback text (the bot stays on)' },
-];
 
 const PROVIDERS = [
   { value: 'builtin', label: 'Built-in (answers from the knowledge base, free)' },
@@ -23,9 +20,26 @@ const numberOf = (input, empty) => (input.value.trim() === '' ? empty : Number(i
 const textOrNull = (input) => input.value.trim() || null;
 
 export function render(root, ctx) {
-  // #/agents/<id>: that agent's actions, MCP servers and tool calls.
-  if (ctx.params?.[0]) return import('./agent-tools.js').then((tools) => tools.render(root, ctx, ctx.params[0]));
+  const [agentId, sub, replayId] = ctx.params ?? [];
+  if (agentId && sub === 'replay') return import('./agent-replay.js').then((page) => page.render(root, ctx, agentId, replayId));
+  if (agentId && sub === 'versions') return import('./agent-versions.js').then((page) => page.render(root, ctx, agentId));
+  // #/agents/<id>: that agent's actions, MCP servers and tool calls, and the way to its replays and versions.
+  if (agentId) return import('./agent-tools.js').then(async (tools) => {
+    await tools.render(root, ctx, agentId);
+    // Only on the page of an agent that exists (the tools page leads with its explanation then).
+    root.querySelector(':scope > h1 + .lead')?.after(agentLinks(agentId));
+  });
   return renderAgents(root, ctx);
+}
+
+/** Links from an agent's page to trying changes on its past conversations and to its versions. */
+function agentLinks(agentId) {
+  return h(
+    'nav',
+    { class: 'agent-links', 'aria-label': 'Agent' },
+    h('a', { href: `#/agents/${seg(agentId)}/replay` }, 'Replay changes'),
+    h('a', { href: `#/agents/${seg(agentId)}/versions` }, 'Version history'),
+  );
 }
 
 function renderAgents(root, { signal }) {
@@ -275,6 +289,16 @@ function renderAgents(root, { signal }) {
           { label: 'Hours', cell: (a) => (a.hours ? a.hours.timezone : h('span', { class: 'muted' }, 'Always open')) },
           { label: 'Created', cell: (a) => time(a.createdAt) },
           { label: 'Tools', cell: (a) => h('a', { href: `#/agents/${seg(a.id)}`, 'aria-label': `Actions and tools of ${a.name}` }, 'Actions and tools') },
+          {
+            label: 'Changes',
+            cell: (a) =>
+              h(
+                'div',
+                { class: 'link-stack' },
+                h('a', { href: `#/agents/${seg(a.id)}/replay`, 'aria-label': `Replay changes for ${a.name}` }, 'Replay changes'),
+                h('a', { href: `#/agents/${seg(a.id)}/versions`, 'aria-label': `Version history of ${a.name}` }, typeof a.version === 'number' ? `Version ${a.version}` : 'Versions'),
+              ),
+          },
           {
             label: 'Actions',
             cell: (a) => {
