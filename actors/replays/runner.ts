@@ -115,16 +115,6 @@ export class ReplayRunner {
     this.#answerDeps = { sql: deps.sql, vectors: deps.vectors, secrets: deps.secrets, urls: deps.config, logger: deps.logger };
   }
 
-  /** Replays being answered by this worker now. */
-  get replays(): number {
-    return this.#running.size;
-  }
-
-  /** Items being answered now, and waiting for their turn. */
-  get items(): { running: number; waiting: number } {
-    return { running: this.#places.running, waiting: this.#places.waiting };
-  }
-
   start(): void {
     if (this.#closed || this.#timer) return;
     const tick = () => {

@@ -1,9 +1,9 @@
 import { guardForUrl } from '../address-guard.js';
 import type { Config } from '../config.js';
 import { DEFAULT_HANDOFF_TEXT } from '../conversations.js';
-import { releaseReservations, type CreditAdmission } from '../credit.js';
+import { directAdmission, releaseReservations, type CreditAdmission } from '../credit.js';
 import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
-import type { SqlClient } from '../db.js';
+import type { SqlClient, SqlPool } from '../db.js';
 import { formatUsd } from '../money.js';
 import { ANSWER_CANDIDATES, bestKnowledgeMatches, type AnswerCandidates, type Question } from '../knowledge/search.js';
 import { searchKnowledge, type KnowledgeBaseInfo, type SearchHit } from '../knowledge/retrieve.js';
@@ -12,7 +12,7 @@ import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
 import type { AgentOutput, AnswerDecision, HandoffReason, ReplySource } from '../../schema/conversation.js';
 import type { Agent, ModelPricing } from '../../schema/entities.js';
-import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
+import { composeAnswer, DEFAULT_ANSWER_LENGTH, wantsHuman } from './builtin.js';
 import { answerDecision, answeringPassage, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
 import type { BusinessHours } from './hours.js';
 import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall, type ModelResult } from './openai-model.js';
@@ -382,6 +382,29 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   if (agent.onNoAnswer === 'fallback') return held({ kind: 'reply', text: agent.fallbackMessage ?? DEFAULT_FALLBACK_TEXT, usage, sources: [], decision: decide('no_answer'), ...extras });
   const why = result.handoffReason ?? (result.kind === 'reply' ? 'empty answer' : undefined);
   return held(handoff(agent, 'no_answer', { usage, ...(why ? { detail: why } : {}), ...extras }));
+}
+
+/**
+ * A question answered outside a customer's conversation (an evaluation, lib/agents/evaluate.ts;
+ * a replay, lib/agents/replays/answer.ts), by the decisions the worker's runner makes for a
+ * customer: one asking for a person is handed over (no call), a built-in agent answers from its
+ * knowledge base, a model agent is asked with its credit reserved at once (no customer message:
+ * `messageId` null). The caller charges or releases `reservationId`.
+ */
+export async function answerOutsideConversation(
+  deps: AnswerDeps & { sql: SqlPool },
+  agent: AgentProfile,
+  base: KnowledgeBaseInfo | null,
+  question: string,
+  o: Omit<ModelAnswerOptions, 'messageId'> & { maxLength?: number },
+): Promise<ModelAnswer> {
+  if (wantsHuman(question)) {
+    const decision = answerDecision('asked_for_human', { knowledgeBaseId: base?.id ?? null, question, threshold: agent.relevanceThreshold });
+    return { output: handoff(agent, 'asked_for_human', { decision }), reservationId: null };
+  }
+  if (agent.provider === 'builtin') return { output: await builtinAnswer(deps, agent, base, question, { maxLength: o.maxLength, signal: o.signal }), reservationId: null };
+  const { maxLength: _maxLength, ...options } = o;
+  return modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, agent, base, question, { ...options, messageId: null });
 }
 
 /**

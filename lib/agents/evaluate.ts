@@ -1,11 +1,9 @@
-import { chargeModelUsage, directAdmission, releaseReservations } from '../credit.js';
+import { chargeModelUsage, releaseReservations } from '../credit.js';
 import { inTransaction, type SqlPool } from '../db.js';
 import { DEFAULT_HANDOFF_TEXT } from '../conversations.js';
 import type { KnowledgeBaseInfo } from '../knowledge/retrieve.js';
 import type { AgentOutput, AnswerDecision, DecisionPassage, ReplySource } from '../../schema/conversation.js';
-import { builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps, type AnswerTools } from './answer.js';
-import { wantsHuman } from './builtin.js';
-import { answerDecision } from './decision.js';
+import { answerOutsideConversation, type AgentProfile, type AnswerDeps, type AnswerTools } from './answer.js';
 
 /**
  * "Test agent": questions put to an agent's answer path (lib/agents/answer.ts) exactly as a
@@ -93,12 +91,7 @@ function caseResult(c: EvaluationCase, out: AgentOutput): CaseResult {
 
 /** `tools`: a model agent's own tools (a test calls only those that change no data). */
 export async function evaluateCase(deps: AnswerDeps & { sql: SqlPool }, agent: AgentProfile, base: KnowledgeBaseInfo | null, c: EvaluationCase, tools?: AnswerTools): Promise<CaseResult> {
-  if (wantsHuman(c.question)) {
-    const decision = answerDecision('asked_for_human', { knowledgeBaseId: base?.id ?? null, question: c.question, threshold: agent.relevanceThreshold });
-    return caseResult(c, handoff(agent, 'asked_for_human', { decision }));
-  }
-  if (agent.provider === 'builtin') return caseResult(c, await builtinAnswer(deps, agent, base, c.question));
-  const { output, reservationId } = await modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, agent, base, c.question, { history: [], messageId: null, ...(tools ? { tools } : {}) });
+  const { output, reservationId } = await answerOutsideConversation(deps, agent, base, c.question, { history: [], ...(tools ? { tools } : {}) });
   const usage = output.usage;
   if (usage) {
     await inTransaction(deps.sql, (client) => chargeModelUsage(client, { companyId: agent.companyId, conversationId: null, messageId: null, reservationId, ...usage }));

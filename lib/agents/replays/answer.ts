@@ -1,21 +1,16 @@
 import { DEFAULT_HANDOFF_TEXT } from '../../conversations.js';
-import { directAdmission } from '../../credit.js';
 import type { SqlPool } from '../../db.js';
 import type { KnowledgeBaseInfo } from '../../knowledge/retrieve.js';
 import type { AgentOutput, ToolCallRecord } from '../../../schema/conversation.js';
 import type { ReplayAnswer } from '../../../schema/replay-entities.js';
-import { builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps, type AnswerTools, type ModelAnswerOptions } from '../answer.js';
-import { wantsHuman } from '../builtin.js';
-import { answerDecision } from '../decision.js';
+import { answerOutsideConversation, type AgentProfile, type AnswerDeps, type AnswerTools, type ModelAnswerOptions } from '../answer.js';
 import type { CallSlot } from '../slots.js';
 import type { HistoryMessage } from '../prompt.js';
 
 /**
  * One past customer message answered again for a replay (contract.md § Replay before
- * publishing), by the decisions the worker's runner makes for a customer
- * (actors/agents/runner.ts): a customer asking for a person is handed over (no call); a
- * built-in agent answers from its knowledge base; a model agent is asked, with the
- * conversation as it was before the message. Nothing is sent and nothing of the conversation
+ * publishing), as an evaluation answers a question (lib/agents/answer.ts
+ * answerOutsideConversation), with the conversation as it was before the message. Nothing is sent and nothing of the conversation
  * is written: the caller stores the answer on the replay's item and debits its cost.
  *
  * A model call reserves its credit like an evaluation's (no customer message: `messageId`
@@ -78,25 +73,16 @@ export async function replayAnswer(
   history: HistoryMessage[],
   o: ReplayAnswerOptions = {},
 ): Promise<ReplayItemAnswer> {
-  const done = (output: AgentOutput, reservationId: string | null = null): ReplayItemAnswer => {
-    const stop = creditStop(output);
-    const usage = output.usage ? { model: output.usage.model, inputTokens: output.usage.inputTokens, outputTokens: output.usage.outputTokens, costUsd: output.usage.costUsd } : null;
-    return { answer: replayAnswerOf(output), usage, reservationId, stop };
-  };
-  if (wantsHuman(item.question)) {
-    const decision = answerDecision('asked_for_human', { knowledgeBaseId: base?.id ?? null, question: item.question, threshold: profile.relevanceThreshold });
-    return done(handoff(profile, 'asked_for_human', { decision }));
-  }
-  if (profile.provider === 'builtin') return done(await builtinAnswer(deps, profile, base, item.question, { maxLength: o.maxLength, signal: o.signal }));
-  const { output, reservationId } = await modelAnswer({ ...deps, credit: directAdmission(deps.sql) }, profile, base, item.question, {
+  const { output, reservationId } = await answerOutsideConversation(deps, profile, base, item.question, {
     history,
-    messageId: null,
     signal: o.signal,
     slot: o.slot,
     passages: o.passages,
     historyTokenBudget: o.historyTokenBudget,
     model: o.model,
+    maxLength: o.maxLength,
     ...(tools ? { tools: { ...tools, conversationId: null, recordedFor: item.messageId } } : {}),
   });
-  return done(output, reservationId);
+  const usage = output.usage ? { model: output.usage.model, inputTokens: output.usage.inputTokens, outputTokens: output.usage.outputTokens, costUsd: output.usage.costUsd } : null;
+  return { answer: replayAnswerOf(output), usage, reservationId, stop: creditStop(output) };
 }
