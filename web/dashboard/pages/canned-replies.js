@@ -129,7 +129,10 @@ export function cannedReplies({ signal, manages }) {
       if (c.text.value !== r.text) body.text = c.text.value;
       try {
         const { cannedReply } = await busy(save, () => api('PATCH', `/api/canned-replies/${seg(r.id)}`, body, { signal }));
+        // The row shows what was saved before it is announced; the reload then places it by shortcut.
         state.editing = null;
+        state.replies = state.replies.map((x) => (x.id === cannedReply.id ? cannedReply : x));
+        renderList(filter.value.trim());
         msg.ok(`Canned reply /${cannedReply.shortcut} saved.`);
         load();
       } catch (err) {
@@ -145,6 +148,8 @@ export function cannedReplies({ signal, manages }) {
     try {
       await busy(button, () => api('DELETE', `/api/canned-replies/${seg(r.id)}`, undefined, { signal }));
       if (state.editing === r.id) state.editing = null;
+      state.replies = state.replies.filter((x) => x.id !== r.id);
+      renderList(filter.value.trim());
       msg.ok(`Canned reply /${r.shortcut} deleted.`);
       load();
     } catch (err) {
@@ -174,9 +179,10 @@ export function cannedReplies({ signal, manages }) {
         const { cannedReply } = await busy(add, () => api('POST', '/api/canned-replies', { shortcut: shortcutOf(c.shortcut), text: c.text.value }, { signal }));
         c.shortcut.value = '';
         c.text.value = '';
-        addMsg.ok(`Canned reply /${cannedReply.shortcut} added.`);
         c.shortcut.focus();
-        load();
+        // Listed before it is announced: where it goes depends on the order and the page.
+        await load();
+        addMsg.ok(`Canned reply /${cannedReply.shortcut} added.`);
       } catch (err) {
         if (err.name !== 'AbortError') reportWrite(errors, addMsg, err, c);
       }
