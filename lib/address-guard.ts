@@ -51,8 +51,12 @@ const BLOCKED_V6: Range[] = [
   '::/128', '::1/128', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8',
 ].map(v6);
 
-/** IPv6 ranges that carry an IPv4 address in their low 32 bits: judged by that address. */
-const EMBEDS_V4_LOW: Range[] = ['::ffff:0:0/96', '::/96', '64:ff9b::/96'].map(v6);
+/**
+ * IPv6 ranges that carry an IPv4 address in their low 32 bits, judged by that address:
+ * IPv4-mapped, IPv4-translated (RFC 2765, `::ffff:0:a.b.c.d`), IPv4-compatible, and NAT64's
+ * well-known prefix (its local-use 64:ff9b:1::/48 is refused whole, above).
+ */
+const EMBEDS_V4_LOW: Range[] = ['::ffff:0:0/96', '::ffff:0:0:0/96', '::/96', '64:ff9b::/96'].map(v6);
 /** 6to4 carries its IPv4 address in bits 16–48. */
 const SIX_TO_FOUR = v6('2002::/16');
 

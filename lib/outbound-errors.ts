@@ -29,6 +29,8 @@ export type OutboundErrorCode =
   | 'TOO_MANY_REDIRECTS'
   /** Not an http(s) URL, or not a request this client can send. */
   | 'BAD_URL'
+  /** A header name or value with characters HTTP does not allow (stored before they were checked). */
+  | 'BAD_HEADER'
   /** The server answered with a failure status (`status`). */
   | 'HTTP_STATUS'
   /** The server read the request and refused it in its answer, whatever the status (Chat2Desk's `{"status":"error"}`, an account without quota). */
@@ -67,6 +69,7 @@ function judge(code: OutboundErrorCode, status: number | null, cause: unknown): 
     case 'BLOCKED_ADDRESS':
     case 'TOO_MANY_REDIRECTS':
     case 'BAD_URL':
+    case 'BAD_HEADER':
     case 'REFUSED':
     case 'BAD_ANSWER':
       return { permanent: true, maybeDelivered: false };

@@ -14,7 +14,8 @@ import { OutboundError } from './outbound-errors.js';
  *   only; lib/address-guard.ts), checked on the address actually dialled, at every redirect,
  *   each hop judged on its own URL (a guard's exempt origins, the operator's helpdesk
  *   instances, are exempt only for requests to them, never for where they redirect);
- * - follows at most `maxRedirects` (3) redirects, never carrying Authorization to another origin;
+ * - follows at most `maxRedirects` (3) redirects; one to another origin carries none of the
+ *   caller's headers but Accept, Accept-Language and User-Agent, and no body (a 307 / 308 too);
  * - reuses keep-alive connections (one pool per protocol, guarded and trusted apart; a model
  *   server gets a pool of its own: lib/agents/model-servers.ts).
  * Failures are OutboundError (lib/outbound-errors.ts) with a stable `code`; nothing here
@@ -81,6 +82,8 @@ const agents = {
 };
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** The headers a redirect to another origin keeps: none that could carry a secret. */
+const CARRIED_ACROSS_ORIGINS = new Set(['accept', 'accept-language', 'user-agent']);
 
 /** Rejects before connecting when the URL cannot be used (scheme, or an IP literal the guard refuses). */
 function checkTarget(url: URL, guard: AddressGuard | null | undefined): void {
@@ -112,7 +115,12 @@ function nextHop(hop: Hop, res: IncomingMessage): Hop | null {
     body = undefined;
     headers = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
   }
-  if (url.origin !== hop.url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'authorization'));
+  if (url.origin !== hop.url.origin) {
+    // Another origin gets none of the caller's headers (API keys, cookies, sessions) and, on
+    // 307 / 308, not the body either: only what says what answer is wanted.
+    headers = Object.fromEntries(Object.entries(headers).filter(([k]) => CARRIED_ACROSS_ORIGINS.has(k.toLowerCase())));
+    body = undefined;
+  }
   return { method, url, headers, body };
 }
 
@@ -186,6 +194,7 @@ function asOutboundError(err: unknown, timedOut: boolean, timeoutMs: number): Ou
   if (timedOut) return new OutboundError('TIMEOUT', `no complete answer within ${timeoutMs} ms`, { cause: err });
   if ((err as Error)?.name === 'AbortError' || (err as Error)?.name === 'TimeoutError') return new OutboundError('ABORTED', 'aborted', { cause: err });
   const code = (err as { code?: string })?.code;
+  if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') return new OutboundError('BAD_HEADER', 'a header has characters HTTP does not allow', { cause: err });
   return new OutboundError('NETWORK', `unreachable${code ? ` (${code})` : ''}`, { cause: err });
 }
 

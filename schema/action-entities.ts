@@ -28,11 +28,13 @@ export interface AgentAction {
   /** JSON Schema of the arguments (`type: "object"`). */
   parameters: Record<string, unknown>;
   method: ActionMethod;
-  /** With `{param}` placeholders, filled URL-encoded. */
+  /** With `{param}` and caller placeholders (lib/agents/tools/placeholders.ts), filled URL-encoded. */
   url: string;
   /** Header name → value sealed with lib/secrets.ts; write-only through the API. */
   headersSealed: Record<string, string>;
   body: 'json' | 'none';
+  /** A JSON body the company wrote, with placeholders (migration 0025); null: `body` says what is sent. */
+  bodyTemplate: Record<string, unknown> | null;
   /** May be called again after an uncertain outcome (default: GET only). */
   idempotent: boolean;
   timeoutMs: number;
@@ -55,6 +57,7 @@ export const AgentActionSchema = new EntitySchema<AgentAction>({
     url: { type: 'text' },
     headersSealed: { type: 'json', lazy: true },
     body: { type: 'text' },
+    bodyTemplate: { type: 'json', nullable: true },
     idempotent: { type: 'boolean' },
     timeoutMs: { type: 'integer' },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
@@ -64,12 +67,17 @@ export const AgentActionSchema = new EntitySchema<AgentAction>({
 
 export type McpServerStatus = 'pending' | 'connected' | 'failed';
 
-/** A tool an MCP server listed. `idempotent`: its annotations say it only reads or may be repeated. */
+/**
+ * A tool an MCP server listed. `idempotent`: its annotations say it only reads or may be
+ * repeated. `refused`: why its input schema does not pass the schema policy (the tool is not
+ * offered; its schema is not kept); absent when it passes.
+ */
 export interface McpToolInfo {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
   idempotent: boolean;
+  refused?: string;
 }
 
 export interface AgentMcpServer {

@@ -257,7 +257,7 @@ export class ReplayRunner {
         agent.profile,
         agent.base,
         agent.tools,
-        { messageId: item.messageId, question: item.question },
+        { messageId: item.messageId, conversationId: item.conversationId, question: item.question },
         history.map((h) => ({ role: h.role as 'customer' | 'agent' | 'operator' | 'system', text: h.text })),
         { signal, slot: spare ?? undefined, passages: DEFAULT_PASSAGES, historyTokenBudget: DEFAULT_HISTORY_TOKEN_BUDGET, model: this.#modelOptions() },
       );

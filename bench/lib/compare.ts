@@ -31,6 +31,11 @@ const KEY_FIGURES: Partial<Record<Section, KeyFigure[]>> = {
     figure('worker CPU ms per answered message', 'real.workerCpuMsPerMessage', false),
   ],
   webchat: [figure('crowd asks: send → reply p99 (ms)', 'ask.p99Ms', false), figure('crowd asks: replies/s', 'ask.rate', true), figure('gateway KiB per socket', 'gateway.kibPerSocket', false)],
+  actions: [
+    figure('answers/s with an action call', 'called.rate', true),
+    figure('publish → reply p99 with an action call (ms)', 'called.replyMs.p99', false),
+    figure('worker CPU ms per answer with an action call', 'called.workerCpuMsPerMessage', false),
+  ],
 };
 
 /** The sections `--baseline` runs twice: those with key figures (a set: they run in the order of `args.sections`). */

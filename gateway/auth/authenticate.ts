@@ -12,8 +12,11 @@ import type { Sessions } from './sessions.js';
 export type Principal =
   /** `expiresAt`: when its access token expires (Unix seconds); `role`: the user's, read with the session on every request. */
   | { kind: 'session'; userId: string; companyId: number; sessionId: string; expiresAt: number; role: Role }
-  /** A company API token acts as an admin. */
-  | { kind: 'api_token'; apiTokenId: number; companyId: number; role: 'admin' };
+  /**
+   * A company API token acts as an admin, for `createdBy`, who made it (null only for a token
+   * whose maker is gone, which is revoked with them: gateway/auth/team-lock.ts).
+   */
+  | { kind: 'api_token'; apiTokenId: number; companyId: number; role: 'admin'; createdBy: string | null };
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -50,7 +53,7 @@ export function createAuthenticator(orm: Orm, tokens: AccessTokens, sessions: Se
       if (!row.lastUsedAt || now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
         void em.nativeUpdate(ApiTokenSchema, { id: row.id }, { lastUsedAt: new Date(now()) }, { filters: false }).catch(() => {});
       }
-      return { kind: 'api_token', apiTokenId: row.id, companyId: row.companyId, role: 'admin' };
+      return { kind: 'api_token', apiTokenId: row.id, companyId: row.companyId, role: 'admin', createdBy: row.createdBy };
     }
     const claims = await tokens.verify(bearer);
     const role = claims ? await sessions.roleOfLive(claims) : null;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager, Orm } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import { quotaExceeded, withinQuota } from '../../lib/quotas.js';
+import { holdQuota, quotaExceeded } from '../../lib/quotas.js';
 import { conflictOnUnique } from '../http/errors.js';
 import { sha256Hex } from '../../lib/secrets.js';
 import { CompanySchema, UserInvitationSchema, UserSchema, type Company, type User, type UserInvitation, type UserRole } from '../../schema/entities.js';
@@ -34,7 +34,7 @@ export interface NewInvitation {
   email: string;
   role: UserRole;
   displayName: string | null;
-  /** The user who invites (null for a company API token). */
+  /** The user who invites: for a company API token, its maker (their removal or demotion revokes it). */
   createdBy: string | null;
   now: Date;
   /** The company's users quota: users and open invitations together. */
@@ -42,28 +42,26 @@ export interface NewInvitation {
 }
 
 /**
- * Stores an invitation through the tenant-scoped `em`; answers it with its token. An email that
- * has a user answers 409 CONFLICT. An open invitation of the same email is replaced (its link
- * stops working), so one person holds one live link and one place of the quota.
+ * Stores an invitation through the tenant-scoped `tx`, inside its transaction (the team lock
+ * held: gateway/auth/team-lock.ts); answers it with its token. An email that has a user
+ * answers 409 CONFLICT. An open invitation of the same email is replaced (its link stops
+ * working), so one person holds one live link and one place of the quota.
  */
-export async function createInvitation(em: EntityManager, input: NewInvitation): Promise<{ invitation: UserInvitation; token: string }> {
-  if (await emailTaken(em, input.email)) throw new AppError('CONFLICT', EMAIL_TAKEN);
+export async function createInvitation(tx: EntityManager, input: NewInvitation): Promise<{ invitation: UserInvitation; token: string }> {
+  if (await emailTaken(tx, input.email)) throw new AppError('CONFLICT', EMAIL_TAKEN);
   const token = newInvitationToken();
   // The quota lock serialises this with every other invitation of the company; accepting one
   // turns an open invitation into a user, which leaves the sum as it was.
-  const quota = { companyId: input.companyId, field: 'users', limit: input.limit, entity: UserSchema, where: { companyId: input.companyId } };
-  const invitation = await withinQuota(em, quota, async () => {
-    await em.nativeDelete(UserInvitationSchema, { email: input.email, acceptedAt: null });
-    const users = await em.count(UserSchema, { companyId: input.companyId });
-    const open = await em.count(UserInvitationSchema, { acceptedAt: null, expiresAt: { $gt: input.now } });
-    if (users + open >= input.limit) throw quotaExceeded('users', input.limit);
-    const row = em.create(UserInvitationSchema, {
-      companyId: input.companyId, email: input.email, role: input.role, displayName: input.displayName, tokenHash: sha256Hex(token),
-      createdBy: input.createdBy, createdAt: input.now, expiresAt: new Date(input.now.getTime() + INVITATION_TTL_MS), acceptedAt: null,
-    } as never);
-    await em.flush();
-    return row;
-  });
+  await holdQuota(tx, { companyId: input.companyId, field: 'users', limit: input.limit, entity: UserSchema, where: { companyId: input.companyId } });
+  await tx.nativeDelete(UserInvitationSchema, { email: input.email, acceptedAt: null });
+  const users = await tx.count(UserSchema, { companyId: input.companyId });
+  const open = await tx.count(UserInvitationSchema, { acceptedAt: null, expiresAt: { $gt: input.now } });
+  if (users + open >= input.limit) throw quotaExceeded('users', input.limit);
+  const invitation = tx.create(UserInvitationSchema, {
+    companyId: input.companyId, email: input.email, role: input.role, displayName: input.displayName, tokenHash: sha256Hex(token),
+    createdBy: input.createdBy, createdAt: input.now, expiresAt: new Date(input.now.getTime() + INVITATION_TTL_MS), acceptedAt: null,
+  } as never);
+  await tx.flush();
   return { invitation, token };
 }
 
@@ -78,8 +76,10 @@ interface ClaimedRow {
  * Makes the invitation's user, with its role and display name (or `displayName`), in one
  * transaction with marking it accepted. The mark is conditional on the invitation being open,
  * so of two uses of one token, even at the same moment, the second finds none: 404 NOT_FOUND,
- * like a bad, revoked or expired token. An email that got a user meanwhile: 409 CONFLICT (the
- * invitation stays open, and cannot succeed).
+ * like a bad, revoked or expired token. So does a use at the same moment as its sender's
+ * removal or demotion, which deletes the row in its transaction: the update waits for it and
+ * then finds nothing (gateway/auth/team-lock.ts revokeWhatTheyMade). An email that got a user
+ * meanwhile: 409 CONFLICT (the invitation stays open, and cannot succeed).
  */
 export async function acceptInvitation(orm: Orm, input: { token: string; passwordHash: string; displayName: string | null; now: Date }): Promise<{ user: User; company: Company }> {
   return conflictOnUnique(EMAIL_TAKEN, () =>

@@ -21,7 +21,7 @@ const DESCRIPTION = [
   '',
   '**Credentials.** Protected routes take `Authorization: Bearer <token>` with a session access token (`POST /api/auth/login`) or a company API token (`mas_…`, `POST /api/api-tokens`); managing API tokens, `/api/auth/me` and logout need a session. A resource of another company answers 404.',
   '',
-  '**Roles.** A user is an `owner`, `admin` or `operator`; a company API token acts as an admin. Operators work conversations, leads and canned replies; the company\'s setup (integrations, agents, knowledge, API tokens, users, billing changes) answers them 403 `FORBIDDEN`.',
+  '**Roles.** A user is an `owner`, `admin` or `operator`; a company API token acts as an admin while the teammate who made it stays on the team with their role (removing them, or lowering their role, revokes it, with the invitations they sent that are still open); roles change only with an owner\'s or admin\'s session. Operators work conversations, leads and canned replies; the company\'s setup (integrations, agents, knowledge, API tokens, users, billing changes) answers them 403 `FORBIDDEN`.',
   '',
   '**Errors** are `{"error":{"code","message"}}` with a code from one catalog (`ErrorCode`); `VALIDATION_ERROR` adds `details` (one entry per bad field), `INTERNAL_ERROR` a `requestId`. Each operation lists the codes it can answer under their status.',
   '',

@@ -1,4 +1,5 @@
 import { DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS } from '../../lib/agents/tools/action-request.js';
+import { CALLER_PLACEHOLDERS, MAX_BODY_TEMPLATE_BYTES, type CallerValues } from '../../lib/agents/tools/placeholders.js';
 import { ACTION_NAME_PATTERN } from '../../lib/agents/tools/tool-names.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
 import type { SecretBox } from '../../lib/secrets.js';
@@ -24,6 +25,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
 /** A line break would end the header and start another (or the body): no control character but tab. */
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+/** What node:http and fetch send in a header value: tab, printable ASCII, Latin-1 (RFC 9110 field-vchar and obs-text). */
+const NOT_IN_A_HEADER = /[^\t\u0020-\u007e\u0080-\u00ff]/;
 export const MIN_TOOL_TIMEOUT_MS = 100;
 const MAX_URL_CHARS = 2048;
 const MAX_DESCRIPTION_CHARS = 1000;
@@ -34,7 +37,7 @@ export const HEADERS = {
   type: 'object',
   maxProperties: MAX_HEADERS,
   additionalProperties: { type: 'string', maxLength: MAX_HEADER_VALUE_CHARS },
-  description: `At most ${MAX_HEADERS} headers sent with every request. Names are RFC 7230 tokens, not Host, Content-Length, Transfer-Encoding or Connection; values are at most ${MAX_HEADER_VALUE_CHARS} characters without line breaks. Values are write-only: answers show "${MASKED}".`,
+  description: `At most ${MAX_HEADERS} headers sent with every request. Names are RFC 7230 tokens, not Host, Content-Length, Transfer-Encoding or Connection; values are at most ${MAX_HEADER_VALUE_CHARS} characters of printable ASCII, tab or Latin-1 (no line breaks). Values are write-only: answers show "${MASKED}".`,
 } as const;
 
 export const TIMEOUT_MS = {
@@ -46,7 +49,8 @@ export const TIMEOUT_MS = {
 
 /**
  * What is wrong with a header map (field `field`): names that are not tokens or that the
- * request sets itself, a name given twice in another case, values with a line break.
+ * request sets itself, a name given twice in another case, values with a line break or a
+ * character a header cannot carry.
  */
 export function headerProblems(headers: Readonly<Record<string, string>>, field: string): FieldError[] {
   const details: FieldError[] = [];
@@ -58,6 +62,9 @@ export function headerProblems(headers: Readonly<Record<string, string>>, field:
     else if (RESERVED_HEADERS.has(lower)) details.push({ field: at, message: 'is set by the request itself' });
     else if (seen.has(lower)) details.push({ field: at, message: 'is given twice (header names ignore case)' });
     else if (CONTROL_CHARACTER.test(value)) details.push({ field: at, message: 'must not contain a line break or another control character' });
+    else if (NOT_IN_A_HEADER.test(value)) {
+      details.push({ field: at, message: 'has a character HTTP does not allow in a header (only printable ASCII, tab and Latin-1): encode it, e.g. as percent-escapes or Base64' });
+    }
     seen.add(lower);
   }
   return details;
@@ -132,7 +139,8 @@ export interface ActionRequestInput {
   method?: ActionMethod;
   url?: string;
   headers?: Record<string, string>;
-  body?: 'json' | 'none';
+  /** `json`, `none`, or a JSON body template. */
+  body?: 'json' | 'none' | Record<string, unknown>;
   idempotent?: boolean;
 }
 
@@ -146,6 +154,47 @@ export interface ActionInput {
 
 export const ACTION_NAME_WORDS = 'must start with a letter, then at most 63 letters, digits, _ or -';
 
+const CALLER_WORDS = CALLER_PLACEHOLDERS.map((n) => `{${n}}`).join(', ');
+
+/** What an action sends as its body: a mode, or a JSON template of the company's. */
+const BODY = {
+  oneOf: [
+    { type: 'string', enum: ['json', 'none'], description: '`json`: the arguments not in the URL, as the JSON body; `none`: as the query string.' },
+    {
+      type: 'object', title: 'ActionBodyTemplate',
+      description: `A JSON body written by the company (at most ${MAX_BODY_TEMPLATE_BYTES / 1024} KiB): a string that is one placeholder, \`"{orderId}"\`, becomes that argument's value with its JSON type (an absent one leaves its property out), placeholders inside longer strings are filled as text; ${CALLER_WORDS} are filled by the service alone. Arguments used neither here nor in the URL are not sent.`,
+    },
+  ],
+  description: 'What the request carries besides the URL. Default: json for POST, PUT and PATCH, else none.',
+} as const;
+
+/** Who a test call is made for, as the service would fill the caller placeholders (none given: they are empty). */
+const CALLER_CONTEXT = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    customer: {
+      type: 'object', additionalProperties: false,
+      properties: { id: { type: 'string', maxLength: 256 }, channel: { type: 'string', maxLength: 64 }, email: { type: 'string', maxLength: 320 } },
+    },
+    conversation: { type: 'object', additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } },
+  },
+  description: `Who the test call is for: what ${CALLER_WORDS} are filled with (each empty when not given).`,
+} as const;
+
+export interface CallerContextInput {
+  customer?: { id?: string; channel?: string; email?: string };
+  conversation?: { id?: string };
+}
+
+/** The caller placeholders' values of a test call. */
+export const callerOfContext = (c: CallerContextInput | undefined): CallerValues => ({
+  'customer.id': c?.customer?.id ?? null,
+  'customer.channel': c?.customer?.channel ?? null,
+  'customer.email': c?.customer?.email ?? null,
+  'conversation.id': c?.conversation?.id ?? null,
+});
+
 const requestSchema = (required: readonly string[]) => ({
   type: 'object',
   additionalProperties: false,
@@ -154,10 +203,10 @@ const requestSchema = (required: readonly string[]) => ({
     method: { type: 'string', enum: ACTION_METHODS },
     url: {
       type: 'string', minLength: 1, maxLength: MAX_URL_CHARS, pattern: '^https?://',
-      description: 'http(s), with `{param}` placeholders in its path or query (never in the host), each a property of `parameters`; filled URL-encoded.',
+      description: `http(s), with \`{param}\` placeholders in its path or query (never in the host), each a property of \`parameters\` or one the service fills (${CALLER_WORDS}); filled URL-encoded.`,
     },
-    headers: HEADERS,
-    body: { type: 'string', enum: ['json', 'none'], description: 'Where the arguments not in the URL go: `json`, the JSON body; `none`, the query string. Default: json for POST, PUT and PATCH, else none.' },
+    headers: { ...HEADERS, description: `${HEADERS.description} A value may hold ${CALLER_WORDS}, filled by the service.` },
+    body: BODY,
     idempotent: { type: 'boolean', description: 'May be called again for the same answer (default: true for GET only). One that is not is never called twice for one answer, even across a crash, nor in a test.' },
   },
 });
@@ -165,7 +214,11 @@ const requestSchema = (required: readonly string[]) => ({
 const actionProperties = (requestRequired: readonly string[]) => ({
   name: { type: 'string', pattern: ACTION_NAME_PATTERN, description: 'The function name the model sees (unique per agent; not handoff_to_human, close_conversation or set_lead_stage).' },
   description: { type: 'string', minLength: 1, maxLength: MAX_DESCRIPTION_CHARS, pattern: '\\S', description: 'What the model is told the action does.' },
-  parameters: { type: 'object', description: 'The arguments, a JSON Schema with `type: "object"` (at most 16 KiB, nested at most 10 deep).' },
+  parameters: {
+    type: 'object',
+    description:
+      'The arguments, a JSON Schema with `type: "object"` (at most 16 KiB, nested at most 10 deep), held to the schema policy: `pattern` and `patternProperties` run on RE2 (no lookaround or backreferences; at most 32 patterns, 1000 RE2 instructions in all), `$ref` only inside the schema and never back to where it started without going into a property or an item, and the checks arguments of 16 KiB can cost at most 40000 (bound large arrays with `maxItems`). A model\'s arguments are at most 16 KiB.',
+  },
   request: requestSchema(requestRequired),
   timeoutMs: TIMEOUT_MS,
 });
@@ -188,11 +241,11 @@ export const patchActionBody = withPatternWords(
   PATTERN_WORDS,
 );
 
-export const tryActionBody = bodyValidator<{ arguments?: Record<string, unknown> }>({
+export const tryActionBody = bodyValidator<{ arguments?: Record<string, unknown>; context?: CallerContextInput }>({
   title: 'AgentActionTry',
   type: 'object',
   additionalProperties: false,
-  properties: { arguments: { type: 'object', description: 'The arguments, as the model would give them (default {}).' } },
+  properties: { arguments: { type: 'object', description: 'The arguments, as the model would give them (default {}).' }, context: CALLER_CONTEXT },
 });
 
 export const actionView = (a: AgentAction) => ({
@@ -201,7 +254,7 @@ export const actionView = (a: AgentAction) => ({
   name: a.name,
   description: a.description,
   parameters: a.parameters,
-  request: { method: a.method, url: a.url, headers: maskedHeaders(a.headersSealed), body: a.body, idempotent: a.idempotent },
+  request: { method: a.method, url: a.url, headers: maskedHeaders(a.headersSealed), body: a.bodyTemplate ?? a.body, idempotent: a.idempotent },
   timeoutMs: a.timeoutMs,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
@@ -218,7 +271,7 @@ export const ACTION_SCHEMA = object(
     description: STRING,
     parameters: { type: 'object', description: 'The JSON Schema of the arguments.' },
     request: object(
-      { method: { type: 'string', enum: ACTION_METHODS }, url: STRING, headers: MASKED_HEADERS, body: { type: 'string', enum: ['json', 'none'] }, idempotent: BOOLEAN },
+      { method: { type: 'string', enum: ACTION_METHODS }, url: STRING, headers: MASKED_HEADERS, body: BODY, idempotent: BOOLEAN },
       { title: 'AgentActionRequest' },
     ),
     timeoutMs: { type: 'integer', minimum: MIN_TOOL_TIMEOUT_MS, maximum: MAX_TOOL_TIMEOUT_MS },
@@ -250,4 +303,4 @@ export const EXAMPLE_ACTION = {
 export const ONE_ACTION = { schema: object({ action: ACTION_SCHEMA }), example: { action: EXAMPLE_ACTION } };
 export const ACTION_ID = idPathParam('action', 'actionId');
 export const BAD_ACTION =
-  'a bad field: a name that is not a function name or is a built-in tool\'s, a parameters object that is not a JSON Schema of type object, a URL that is not http(s), at a private address, or with a placeholder in its host or not among the parameters, a bad header (name, line break, Host…, more than 20), "********" for a header with no stored value, timeoutMs outside 100–15000, an unknown field';
+  'a bad field: a name that is not a function name or is a built-in tool\'s, a parameters object that is not a JSON Schema of type object or that the schema policy refuses (the keyword named), a URL that is not http(s), at a private address, or with a placeholder in its host or not among the parameters, a bad header (name, line break, Host…, more than 20), "********" for a header with no stored value, timeoutMs outside 100–15000, an unknown field';

@@ -1,6 +1,9 @@
 import type { Request } from 'express';
 import { BUILT_IN_TOOLS } from '../../lib/agents/openai-model.js';
-import { callAction, checkActionUrl, checkArguments, checkParametersSchema, DEFAULT_TOOL_TIMEOUT_MS, type ActionCall } from '../../lib/agents/tools/action-request.js';
+import { callAction, DEFAULT_TOOL_TIMEOUT_MS, secretArguments, type ActionCall } from '../../lib/agents/tools/action-request.js';
+import { checkActionUrl, checkBodyTemplate, checkParameterNames } from '../../lib/agents/tools/placeholders.js';
+import { checkArguments } from '../../lib/agents/tools/arguments-check.js';
+import { toolSchemaProblem } from '../../lib/agents/tools/tool-schema.js';
 import { guardForUrl } from '../../lib/address-guard.js';
 import type { Config } from '../../lib/config.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
@@ -14,7 +17,7 @@ import { defineRoute, type Route } from '../http/route.js';
 import { nullable, object, STRING } from '../http/schemas.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
 import {
-  ACTION_ID, ACTION_SCHEMA, actionView, assertHeadersFollow, BAD_ACTION, createActionBody, EXAMPLE_ACTION, EXAMPLE_ACTION_INPUT, headerProblems, MASKED, ONE_ACTION, openHeaders, patchActionBody, sealHeaders, tryActionBody,
+  ACTION_ID, ACTION_SCHEMA, actionView, assertHeadersFollow, BAD_ACTION, createActionBody, EXAMPLE_ACTION, EXAMPLE_ACTION_INPUT, headerProblems, MASKED, ONE_ACTION, openHeaders, patchActionBody, sealHeaders, tryActionBody, callerOfContext, type ActionRequestInput,
 } from './action-schemas.js';
 import { AGENT_ID } from './agent-schemas.js';
 import { loadPathAgent } from './agents.js';
@@ -46,19 +49,30 @@ const parameterNames = (parameters: Record<string, unknown>): string[] => {
   return properties !== null && typeof properties === 'object' && !Array.isArray(properties) ? Object.keys(properties) : [];
 };
 
+/** A request body as stored: a template sends JSON; a mode, what it says. */
+const bodyOf = (body: NonNullable<ActionRequestInput['body']>) =>
+  typeof body === 'string' ? { body, bodyTemplate: null } : { body: 'json' as const, bodyTemplate: body };
+
 /**
  * What the schema cannot say of an action as it will be stored: a built-in tool's name, a
- * parameters object that is no usable JSON Schema, a URL whose placeholders are not in its
- * path or query or not parameters, bad headers.
+ * parameters object the schema policy refuses or with a property named as a caller
+ * placeholder, a URL or body template whose placeholders are not in its path or query or are
+ * neither parameters nor caller placeholders, bad headers.
  */
-function actionProblems(a: { name: string; parameters: Record<string, unknown>; url: string }, headers: Readonly<Record<string, string>> | undefined): FieldError[] {
+function actionProblems(
+  a: { name: string; parameters: Record<string, unknown>; url: string; bodyTemplate: Record<string, unknown> | null },
+  headers: Readonly<Record<string, string>> | undefined,
+): FieldError[] {
   const details: FieldError[] = [];
   if (BUILT_IN_TOOLS.has(a.name)) details.push({ field: 'name', message: 'is the name of a built-in tool' });
-  const badSchema = checkParametersSchema(a.parameters);
+  const names = parameterNames(a.parameters);
+  const badSchema = toolSchemaProblem(a.parameters) ?? checkParameterNames(names);
   if (badSchema !== null) details.push({ field: 'parameters', message: badSchema });
   else {
-    const badUrl = checkActionUrl(a.url, parameterNames(a.parameters));
+    const badUrl = checkActionUrl(a.url, names);
     if (badUrl !== null) details.push({ field: 'request.url', message: badUrl });
+    const badTemplate = a.bodyTemplate && checkBodyTemplate(a.bodyTemplate, names);
+    if (badTemplate) details.push({ field: 'request.body', message: badTemplate });
   }
   if (headers) details.push(...headerProblems(headers, 'request.headers'));
   return details;
@@ -72,7 +86,7 @@ function invalidArguments(failed: { field: string; error: string }): AppError {
 
 /** How the call is made, its header values opened. */
 const actionCallOf = (secrets: SecretBox, a: AgentAction): ActionCall => ({
-  name: a.name, parameters: a.parameters, method: a.method, url: a.url, headers: openHeaders(secrets, a.headersSealed), body: a.body, timeoutMs: a.timeoutMs,
+  name: a.name, method: a.method, url: a.url, headers: openHeaders(secrets, a.headersSealed), body: a.body, bodyTemplate: a.bodyTemplate, timeoutMs: a.timeoutMs,
 });
 
 const OUTCOME = object(
@@ -111,14 +125,15 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
       handler: async ({ req, res, loaded: agent, body }) => {
         const { em, companyId } = req.tenant!;
         const { method, url } = body.request;
-        const problems = actionProblems({ name: body.name, parameters: body.parameters, url }, body.request.headers);
+        const sent = bodyOf(body.request.body ?? (BODY_METHODS.has(method) ? 'json' : 'none'));
+        const problems = actionProblems({ name: body.name, parameters: body.parameters, url, bodyTemplate: sent.bodyTemplate }, body.request.headers);
         if (problems.length) throw invalidFields(problems);
         await assertTenantUrl(config, 'request.url', url);
         const now = new Date();
         const action = em.create(AgentActionSchema, {
           companyId, agentId: agent.id, name: body.name, description: body.description.trim(), parameters: body.parameters, method, url,
           headersSealed: sealHeaders(secrets, body.request.headers ?? {}, {}, 'request.headers'),
-          body: body.request.body ?? (BODY_METHODS.has(method) ? 'json' : 'none'), idempotent: body.request.idempotent ?? method === 'GET',
+          ...sent, idempotent: body.request.idempotent ?? method === 'GET',
           timeoutMs: body.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS, createdAt: now, updatedAt: now,
         } as never);
         const quota = { companyId, field: 'actions', limit: config.quotas.actionsPerAgent, entity: AgentActionSchema, where: { agentId: agent.id } };
@@ -147,7 +162,8 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
       load: loadPathAction,
       handler: async ({ req, res, loaded: action, body }) => {
         const request = body.request ?? {};
-        const next = { name: body.name ?? action.name, parameters: body.parameters ?? action.parameters, url: request.url ?? action.url };
+        const sent = request.body === undefined ? { body: action.body, bodyTemplate: action.bodyTemplate } : bodyOf(request.body);
+        const next = { name: body.name ?? action.name, parameters: body.parameters ?? action.parameters, url: request.url ?? action.url, bodyTemplate: sent.bodyTemplate };
         const problems = actionProblems(next, request.headers);
         if (problems.length) throw invalidFields(problems);
         if (request.url !== undefined && request.url !== action.url) {
@@ -160,7 +176,7 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
         if (body.parameters !== undefined) action.parameters = body.parameters;
         if (request.method !== undefined) action.method = request.method;
         if (request.url !== undefined) action.url = request.url;
-        if (request.body !== undefined) action.body = request.body;
+        if (request.body !== undefined) Object.assign(action, sent);
         if (request.idempotent !== undefined) action.idempotent = request.idempotent;
         if (body.timeoutMs !== undefined) action.timeoutMs = body.timeoutMs;
         action.updatedAt = new Date();
@@ -199,7 +215,9 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
         // A caller who leaves stops the call.
         const gone = new AbortController();
         res.on('close', () => gone.abort());
-        const outcome = await callAction(actionCallOf(secrets, action), checked.args, { guard: guardForUrl(config, action.url), signal: gone.signal });
+        const outcome = await callAction(actionCallOf(secrets, action), checked.args, {
+          guard: guardForUrl(config, action.url), caller: callerOfContext(body.context), signal: gone.signal, masked: secretArguments(checked.args, action.parameters),
+        });
         res.json({ outcome: { status: outcome.status, httpStatus: outcome.httpStatus, ms: outcome.ms, error: outcome.error }, result: outcome.result });
       },
     }),

@@ -148,7 +148,7 @@ export function authRoutes(deps: { orm: Orm; config: Config; logger: Logger; ses
       responses: { 201: { description: 'The new user and their company.', schema: ACCEPTED, example: EXAMPLE_ACCEPTED } },
       errors: {
         VALIDATION_ERROR: 'no token, a password under 8 characters, a blank or too long displayName',
-        NOT_FOUND: 'the token is unknown, used, revoked or expired',
+        NOT_FOUND: 'the token is unknown, used, revoked (by hand, or with its sender\'s removal or lowered role) or expired',
         CONFLICT: 'the email got a user meanwhile',
         RATE_LIMITED: 'too many attempts from this address (the registration rule)',
       },

@@ -58,7 +58,7 @@ const view = (s: AgentMcpServer) => ({
   headers: maskedHeaders(s.headersSealed),
   timeoutMs: s.timeoutMs,
   status: s.status,
-  tools: s.tools.map((t) => ({ name: t.name, description: t.description, offeredAs: offeredToolName(s.name, t.name), idempotent: t.idempotent })),
+  tools: s.tools.map((t) => ({ name: t.name, description: t.description, offeredAs: offeredToolName(s.name, t.name), idempotent: t.idempotent, refused: t.refused ?? null })),
   lastError: s.lastError,
   checkedAt: s.checkedAt ? s.checkedAt.toISOString() : null,
   createdAt: s.createdAt.toISOString(),
@@ -71,6 +71,10 @@ const MCP_TOOL = object(
     description: STRING,
     offeredAs: { ...STRING, description: 'The name the model is offered it under (`<server>__<tool>`, other characters as `_`, at most 64); an earlier tool with the same name wins.' },
     idempotent: { ...BOOLEAN, description: 'Its annotations say it only reads or may be repeated (readOnlyHint, idempotentHint); one that is not is never called twice for one answer.' },
+    refused: {
+      ...nullable(STRING),
+      description: 'Why the tool is not offered: its input schema does not pass the schema policy (the keyword named: a pattern RE2 cannot run, a $ref outside the schema, checks that would cost too much, over 16 KiB); null when it is offered.',
+    },
   },
   { title: 'McpTool' },
 );
@@ -99,7 +103,7 @@ const EXAMPLE_SERVER = {
   headers: { Authorization: MASKED },
   timeoutMs: 10000,
   status: 'connected',
-  tools: [{ name: 'order_status', description: 'The shipping status of an order', offeredAs: 'shop__order_status', idempotent: true }],
+  tools: [{ name: 'order_status', description: 'The shipping status of an order', offeredAs: 'shop__order_status', idempotent: true, refused: null }],
   lastError: null,
   checkedAt: EXAMPLE_TIME,
   createdAt: EXAMPLE_TIME,

@@ -5,10 +5,11 @@ import { AppError, notFound } from '../../lib/errors.js';
 import { UserInvitationSchema, UserSchema, type User, type UserRole } from '../../schema/entities.js';
 import type { Principal } from '../auth/authenticate.js';
 import { createInvitation, invitationUrl, normaliseEmail } from '../auth/invitations.js';
+import { actingUser, revokeWhatTheyMade, underTeamLock } from '../auth/team-lock.js';
 import type { TeamColumns } from '../conversations/team-columns.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
-import type { ParamDoc } from '../http/route-docs.js';
+import { ROLE_RANK, type ParamDoc } from '../http/route-docs.js';
 import { assertRole, defineRoute, type Route } from '../http/route.js';
 import { object, UUID } from '../http/schemas.js';
 import { idPathParam, isUuid } from '../http/validate.js';
@@ -38,17 +39,11 @@ export interface UserRouteDeps {
   now?: () => number;
 }
 
-/**
- * The second key of the advisory lock that serialises the role changes and removals of one
- * company: of two owners demoting or removing each other at once, the second sees the first's
- * result and is refused as the last owner.
- */
-const TEAM_LOCK = 19_003;
-
 const USER_ID: ParamDoc = { name: 'id', in: 'path', description: "The user's id.", schema: UUID, example: EXAMPLE_TEAM_USER.id };
 const INVITATION_ID = idPathParam('invitation');
 const ONE_USER = { schema: object({ user: USER }), example: { user: EXAMPLE_TEAM_USER } };
 const LAST_OWNER = 'The company must keep an owner: make another user an owner first.';
+const ROLE_NEEDS_SESSION = "Changing a role needs an owner's or admin's session (log in); company API tokens change no role.";
 
 /** A user id of the path: anything but a UUID names no user (404). */
 function userIdParam(value: unknown): string {
@@ -56,29 +51,17 @@ function userIdParam(value: unknown): string {
   throw notFound('User');
 }
 
-/**
- * Runs `work` in a transaction holding the company's team lock, with the user and the caller
- * as they are under it: a caller demoted (or removed) by a change that held the lock just
- * before acts with what they have now, not with the role their request was let in with.
- */
-async function underTeamLock<T>(req: Request, userId: string, work: (em: EntityManager, user: User, caller: Principal) => Promise<T>): Promise<T> {
+/** Runs `work` under the company's team lock (gateway/auth/team-lock.ts) with the user of the path as they are under it. */
+async function withTeamUser<T>(req: Request, userId: string, work: (em: EntityManager, user: User, caller: Principal) => Promise<T>): Promise<T> {
   const { em, companyId } = req.tenant!;
-  const p = req.principal!;
-  return em.transactional(async (tx) => {
-    await tx.execute('select pg_advisory_xact_lock(?, ?)', [TEAM_LOCK, companyId]);
-    let caller = p;
-    if (p.kind === 'session') {
-      const self = await tx.findOne(UserSchema, { id: p.userId, companyId });
-      if (!self) throw new AppError('UNAUTHORIZED', 'The Bearer token is invalid, expired or revoked.');
-      caller = { ...p, role: self.role };
-    }
+  return underTeamLock(em, req.principal!, async (tx, caller) => {
     const user = await tx.findOne(UserSchema, { id: userId, companyId });
     if (!user) throw notFound('User');
     return work(tx, user, caller);
   });
 }
 
-/** 409 when `user` is the company's only owner (inside underTeamLock). */
+/** 409 when `user` is the company's only owner (inside the team lock). */
 async function assertNotLastOwner(em: EntityManager, user: User): Promise<void> {
   if (user.role !== 'owner') return;
   const owners = await em.count(UserSchema, { companyId: user.companyId, role: 'owner' });
@@ -102,24 +85,28 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
     defineRoute({
       method: 'PATCH', path: '/:id', operationId: 'updateUser', tag: 'Team', access: 'any', role: 'operator',
       summary: "Change a user's role or display name",
-      description: 'Anyone may change their own displayName; changing another user or a role needs an admin, and making, unmaking or changing an owner needs an owner. A role takes effect on the user\'s next request.',
+      description: "Anyone may change their own displayName; changing another user needs an admin, and making, unmaking or changing an owner needs an owner. A role changes only with an owner's or admin's session (never a company API token), and nobody raises their own. A role takes effect on the user's next request; lowering it (owner to admin included) revokes the API tokens they made and the invitations they sent that are still open.",
       params: [USER_ID],
       body: { validators: [patchUserBody], example: { role: 'admin', displayName: 'Bo' } },
       responses: { 200: { description: 'The user as changed.', ...ONE_USER } },
       errors: {
         NOT_FOUND: 'no such user in the company',
         VALIDATION_ERROR: 'an unknown role, a blank or too long displayName',
-        FORBIDDEN: "an operator changing another user or a role, an admin changing an owner or making one",
+        FORBIDDEN: 'an operator changing another user or a role, an admin changing an owner or making one, a company API token changing a role, anyone raising their own',
         CONFLICT: 'the last owner would stop being one',
       },
       load: (req) => userIdParam(req.params.id),
       handler: async ({ req, res, loaded: id, body }) => {
-        const user = await underTeamLock(req, id, async (em, user, p) => {
+        const user = await withTeamUser(req, id, async (em, user, p) => {
           const self = p.kind === 'session' && p.userId === user.id;
           const newRole: UserRole | undefined = body.role !== undefined && body.role !== user.role ? body.role : undefined;
+          if (newRole && p.kind !== 'session') throw new AppError('FORBIDDEN', ROLE_NEEDS_SESSION);
+          if (self && newRole && ROLE_RANK[newRole] > ROLE_RANK[user.role]) throw new AppError('FORBIDDEN', 'Nobody raises their own role: another owner or admin does.');
           if (!self || newRole) assertRole(p.role, 'admin', self ? 'Changing a role' : 'Changing another user');
           if ((user.role === 'owner' && !self) || newRole === 'owner' || (newRole && user.role === 'owner')) assertRole(p.role, 'owner', 'Making, unmaking or changing an owner');
           if (newRole) await assertNotLastOwner(em, user);
+          // What they made acted with the role they had: it goes with it (contract.md § Tools that cannot be turned against us).
+          if (newRole && ROLE_RANK[newRole] < ROLE_RANK[user.role]) await revokeWhatTheyMade(em, user.companyId, user.id, new Date(now()));
           if (newRole) user.role = newRole;
           if (body.displayName !== undefined) user.displayName = trimmedName(body.displayName);
           await em.flush();
@@ -130,17 +117,19 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
     }),
     defineRoute({
       method: 'DELETE', path: '/:id', operationId: 'removeUser', tag: 'Team', access: 'any', role: 'admin',
-      summary: 'Remove a user: every session of theirs ends at once, their conversations become unassigned',
-      description: 'Their requests answer 401 from this moment; their event streams end within 5 s.',
+      summary: 'Remove a user: every session of theirs ends at once, with the API tokens they made and the invitations they sent; their conversations become unassigned',
+      description: 'Their requests, and those of the API tokens they made, answer 401 from this moment; the event streams of either end within 5 s. The invitations they sent that are still open are revoked (their links answer 404), even one being accepted at the same moment.',
       params: [USER_ID],
       responses: { 204: { description: 'Removed.' } },
       errors: { NOT_FOUND: 'no such user in the company', FORBIDDEN: 'below admin, or an admin removing an owner', CONFLICT: 'the last owner' },
       load: (req) => userIdParam(req.params.id),
       handler: async ({ req, res, loaded: id }) => {
-        await underTeamLock(req, id, async (em, user, p) => {
+        await withTeamUser(req, id, async (em, user, p) => {
+          assertRole(p.role, 'admin', 'Removing a user');
           if (user.role === 'owner') assertRole(p.role, 'owner', 'Removing an owner');
           await assertNotLastOwner(em, user);
           await team.unassignAllOf(user.companyId, user.id);
+          await revokeWhatTheyMade(em, user.companyId, user.id, new Date(now()));
           // Their sessions go with them (auth_sessions cascade): the next request of any of them
           // finds none (gateway/auth/sessions.ts roleOfLive), an open stream at its next check.
           await em.nativeDelete(UserSchema, { id: user.id, companyId: user.companyId });
@@ -151,7 +140,7 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
     defineRoute({
       method: 'POST', path: '/invitations', operationId: 'inviteUser', tag: 'Team', access: 'any', role: 'admin',
       summary: 'Invite someone to the company (the link is shown in this answer only)',
-      description: 'No mail is sent: pass the `url` on. It is good once, for 7 days; the invitee picks a password with `POST /api/auth/accept-invitation`. An open invitation of the same email is replaced. Users and open invitations count against QUOTA_USERS together.',
+      description: "No mail is sent: pass the `url` on. It is good once, for 7 days; the invitee picks a password with `POST /api/auth/accept-invitation`. An open invitation of the same email is replaced. Users and open invitations count against QUOTA_USERS together. It is its sender's (a company API token's is its maker's): removing them, or lowering their role, revokes it.",
       body: { validators: [invitationBody], example: { email: 'bo@example.com', role: 'operator', displayName: 'Bo' } },
       responses: {
         201: {
@@ -167,12 +156,16 @@ export function userRoutes({ config, team, now = Date.now }: UserRouteDeps): rea
         QUOTA_EXCEEDED: 'users and open invitations together reach QUOTA_USERS (200 by default)',
       },
       handler: async ({ req, res, body }) => {
-        const p = req.principal!;
-        if (body.role === 'owner') assertRole(p.role, 'owner', 'Inviting an owner');
         const { em, companyId } = req.tenant!;
-        const { invitation, token } = await createInvitation(em, {
-          companyId, email: normaliseEmail(body.email), role: body.role, displayName: trimmedName(body.displayName),
-          createdBy: p.kind === 'session' ? p.userId : null, now: new Date(now()), limit: config.quotas.users,
+        // Under the team lock: a sender being removed or demoted at this moment sends it first
+        // (and it is revoked with the rest of theirs) or is refused, with the role they have then.
+        const { invitation, token } = await underTeamLock(em, req.principal!, (tx, p) => {
+          assertRole(p.role, 'admin', 'Inviting someone');
+          if (body.role === 'owner') assertRole(p.role, 'owner', 'Inviting an owner');
+          return createInvitation(tx, {
+            companyId, email: normaliseEmail(body.email), role: body.role, displayName: trimmedName(body.displayName),
+            createdBy: actingUser(p), now: new Date(now()), limit: config.quotas.users,
+          });
         });
         res.status(201).json({ invitation: { ...invitationView(invitation), token, url: invitationUrl(config.publicBaseUrl, token) } });
       },

@@ -192,6 +192,8 @@ export interface AnswerTools {
   mcp: McpConnections | null;
   /** The conversation answered (null: an evaluation or a replay). */
   conversationId: number | null;
+  /** The conversation whose customer the company's tools are called for (default: the one answered; a replay: the one answered again). */
+  caller?: { conversationId: number } | null;
   /** A replay: the customer message answered again (its answer's recorded tool calls stand in for tools that change data). */
   recordedFor?: string;
   /** Where the tool-call ledger is written (default: the answer's pool); the worker's commits that need not wait for the disk. */
@@ -308,7 +310,10 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     ? new Toolbox(
         tools.tools,
         { sql: tools.ledger ?? deps.sql, secrets: deps.secrets, guardFor: (url) => guardForUrl(deps.urls, url), mcp: tools.mcp, logger: deps.logger },
-        { companyId: agent.companyId, agentId: agent.agentId, conversationId: tools.conversationId, messageId: o.messageId, recordedFor: tools.recordedFor, signal: o.signal, slot },
+        {
+          companyId: agent.companyId, agentId: agent.agentId, conversationId: tools.conversationId, messageId: o.messageId, recordedFor: tools.recordedFor,
+          caller: tools.caller ?? (tools.conversationId === null ? null : { conversationId: tools.conversationId }), signal: o.signal, slot,
+        },
       )
     : null;
   const called = () => (toolbox?.records.length ? { toolCalls: toolbox.records } : {});

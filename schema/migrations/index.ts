@@ -21,6 +21,8 @@ import { Migration0020ConversationChildrenCascade } from './0020-conversation-ch
 import { Migration0021Team } from './0021-team.js';
 import { Migration0022AgentActions } from './0022-agent-actions.js';
 import { Migration0023AgentVersionsReplays } from './0023-agent-versions-replays.js';
+import { Migration0024TeamCredentials } from './0024-team-credentials.js';
+import { Migration0025ActionBodyTemplates } from './0025-action-body-templates.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -47,4 +49,6 @@ export const migrations = [
   { name: '0021-team', class: Migration0021Team },
   { name: '0022-agent-actions', class: Migration0022AgentActions },
   { name: '0023-agent-versions-replays', class: Migration0023AgentVersionsReplays },
+  { name: '0024-team-credentials', class: Migration0024TeamCredentials },
+  { name: '0025-action-body-templates', class: Migration0025ActionBodyTemplates },
 ];

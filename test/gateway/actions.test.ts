@@ -254,3 +254,25 @@ t.test('private addresses: refused at create, and blocked at the call, unless AL
   t.match(tried, { status: 200, body: { outcome: { status: 'blocked', httpStatus: null }, result: { error: String } } });
   t.equal(shop.requests.length, before, 'no request reached the address');
 });
+
+t.test('a body template: stored and shown as written, its placeholders checked, filled when tried as a given customer', async (t) => {
+  const agent = await newAgent('Template bot');
+  const template = { customer: '{customer.id}', orderId: '{orderId}', note: 'asked in {customer.channel}' };
+  const bad = await create({ ...orderStatus(), request: { method: 'POST', url: `${shop.url}/lookup`, body: { who: '{customerId}' } } }, agent);
+  t.match(bad, { status: 400, body: { error: { details: [{ field: 'request.body', message: /\{customerId\}, which is not one of the parameters nor one the service fills/ }] } } });
+  const made = await create({ ...orderStatus(), request: { method: 'POST', url: `${shop.url}/lookup?conv={conversation.id}`, body: template } }, agent);
+  t.equal(made.status, 201, JSON.stringify(made.body));
+  t.same(made.body.action.request.body, template, 'shown as written');
+  const tried = await api('POST', `${actions(agent)}/${made.body.action.id}/try`, {
+    token: owner.token, body: { arguments: { orderId: 'A-9' }, context: { customer: { id: 'cust-7', channel: 'webchat' }, conversation: { id: '31' } } },
+  });
+  t.equal(tried.status, 200, JSON.stringify(tried.body));
+  const got = shop.requests.at(-1)!;
+  t.equal(got.path, '/lookup?conv=31');
+  t.same(JSON.parse(got.body), { customer: 'cust-7', orderId: 'A-9', note: 'asked in webchat' }, 'filled as the given customer');
+  const renamed = await api('PATCH', `${actions(agent)}/${made.body.action.id}`, { token: owner.token, body: { parameters: { type: 'object', properties: { id: { type: 'string' } } } } });
+  t.match(renamed, { status: 400, body: { error: { details: [{ field: 'request.body', message: /\{orderId\}/ }] } } }, 'parameters that no longer fit the template are refused');
+  const plain = await api('PATCH', `${actions(agent)}/${made.body.action.id}`, { token: owner.token, body: { request: { body: 'json' } } });
+  t.equal(plain.body.action.request.body, 'json', 'back to the arguments as the body: the template is gone');
+  t.match(await create({ ...orderStatus(), name: 'spoof', parameters: { type: 'object', properties: { 'customer.email': { type: 'string' } } } }, agent), { status: 400, body: { error: { details: [{ field: 'parameters', message: /filled by the service/ }] } } });
+});

@@ -25,6 +25,8 @@ t.test('create shows the token once; only a hash is stored', async (t) => {
   t.equal(list.body.apiTokens.length, 1);
   t.notOk('token' in list.body.apiTokens[0], 'list has no secrets');
   t.equal(list.body.apiTokens[0].lastUsedAt, null);
+  t.equal(tok.createdBy, acme.userId, 'the token records who made it');
+  t.equal(list.body.apiTokens[0].createdBy, acme.userId, 'and the list says so');
 });
 
 t.test('an API token works on protected routes, scoped to its company', async (t) => {

@@ -34,9 +34,9 @@ const create = (body: unknown, agent = agentId, token = owner.token) => api('POS
 const remove = (id: number, agent = agentId) => api('DELETE', `${servers(agent)}/${id}`, { token: owner.token });
 
 const STUB_TOOLS = [
-  { name: 'order_status', description: 'The shipping status of an order', offeredAs: 'crm__order_status', idempotent: true },
-  { name: 'create_ticket', description: 'Opens a support ticket', offeredAs: 'crm__create_ticket', idempotent: false },
-  { name: 'crm_down', description: 'Looks the customer up in the CRM', offeredAs: 'crm__crm_down', idempotent: true },
+  { name: 'order_status', description: 'The shipping status of an order', offeredAs: 'crm__order_status', idempotent: true, refused: null },
+  { name: 'create_ticket', description: 'Opens a support ticket', offeredAs: 'crm__create_ticket', idempotent: false, refused: null },
+  { name: 'crm_down', description: 'Looks the customer up in the CRM', offeredAs: 'crm__crm_down', idempotent: true, refused: null },
 ];
 
 t.test('created and checked at once: connected, with its tools as the model is offered them', async (t) => {

@@ -1,27 +1,9 @@
-import t, { type Test } from 'tap';
-import { migrate, openDatabase, openSqlPool, type Orm } from '../../lib/db.js';
+import t from 'tap';
+import { migrate, openSqlPool } from '../../lib/db.js';
 import { chunkContent } from '../../lib/knowledge/chunker.js';
 import { bestKnowledgeMatches } from '../../lib/knowledge/search.js';
 import { replaceChunks } from '../../lib/knowledge/store.js';
-import { createTestDatabase } from '../support/database.js';
-
-/** A second database migrated up to `to` only (both dropped at the end): rows written there meet the migrations after it. */
-async function databaseUpTo(t: Test, label: string, to: string): Promise<{ fresh: string; old: Orm }> {
-  const { url, orm } = await createTestDatabase(t, label);
-  // createTestDatabase migrated to the latest; start again on a second database.
-  await orm.close(true);
-  const fresh = url.replace(`mas_t_${label}_`, `mas_t_${label}_old_`);
-  const admin = openSqlPool({ url: url.replace(/\/[^/]+$/, '/postgres'), poolMax: 1 });
-  await admin.query(`create database "${fresh.split('/').pop()}"`);
-  t.teardown(async () => {
-    await admin.query(`drop database if exists "${fresh.split('/').pop()}" with (force)`);
-    await admin.end();
-  });
-  const old = await openDatabase({ url: fresh, poolMax: 2 });
-  t.teardown(() => old.close(true));
-  await old.getMigrator().up({ to });
-  return { fresh, old };
-}
+import { databaseUpTo } from '../support/database.js';
 
 // Documents stored before migration 0010 (one text, searched whole) are chunked by it: they
 // answer from the first start after the upgrade, with the language they were indexed in.

@@ -109,6 +109,9 @@ t.test('internal addresses are refused before anything is sent, in every spellin
     `http://127.1:${p}/`,
     `http://[::ffff:127.0.0.1]:${p}/`,
     `http://[::ffff:7f00:1]:${p}/`,
+    `http://[::ffff:0:127.0.0.1]:${p}/`,
+    `http://[::ffff:0:7f00:1]:${p}/`,
+    `http://[64:ff9b::127.0.0.1]:${p}/`,
     `http://[::1]:${p}/`,
     `http://169.254.169.254:${p}/latest/meta-data/`,
     `http://10.0.0.1:${p}/`,
@@ -147,6 +150,41 @@ t.test('redirects: at most 3, each target checked again, Authorization kept to i
   await outboundRequest({ method: 'GET', url: hopper.url, headers: { authorization: 'secret-token' }, timeoutMs: 2000, maxBodyBytes: 1024 });
   t.equal(hopper.hits[0]!.headers.authorization, 'secret-token');
   t.equal(other.hits[0]!.headers.authorization, undefined, 'the token does not follow a redirect to another origin');
+});
+
+t.test('a redirect to another origin carries none of the stored headers, and a 307 / 308 not the body; the same origin keeps both', async (t) => {
+  const bodies: string[] = [];
+  const kept: string[] = [];
+  const elsewhere = await listen(t, (req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => (bodies.push(body), res.end('{}')));
+  });
+  const api = await listen(t, (req, res) => {
+    const status = Number(req.url!.slice(1, 4));
+    const same = req.url!.includes('same');
+    if (req.url!.startsWith('/done')) {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      return req.on('end', () => (kept.push(body), res.end('{}')));
+    }
+    req.resume();
+    res.writeHead(status, { location: same ? '/done' : `${elsewhere.url}/stolen` }).end();
+  });
+  const stored = { 'x-api-key': 'k-123456', cookie: 'session=abcdef', authorization: 'Bearer t-987654', 'x-custom': 'v', accept: 'application/json', 'content-type': 'application/json' };
+  for (const status of [301, 302, 303, 307, 308]) {
+    await outboundRequest({ method: 'POST', url: `${api.url}/${status}`, headers: stored, body: Buffer.from('{"card":"4111"}'), timeoutMs: 2000, maxBodyBytes: 1024 });
+    const hop = elsewhere.hits.at(-1)!;
+    for (const name of ['x-api-key', 'cookie', 'authorization', 'x-custom', 'content-type']) t.equal(hop.headers[name], undefined, `${status}: ${name} does not reach another origin`);
+    t.equal(hop.headers.accept, 'application/json', `${status}: what answer is wanted still goes`);
+    t.equal(bodies.at(-1), '', `${status}: nor does the body`);
+  }
+  for (const status of [307, 308]) {
+    await outboundRequest({ method: 'POST', url: `${api.url}/${status}-same`, headers: stored, body: Buffer.from('{"card":"4111"}'), timeoutMs: 2000, maxBodyBytes: 1024 });
+    const hop = api.hits.at(-1)!;
+    t.match(hop.headers, { 'x-api-key': 'k-123456', cookie: 'session=abcdef', authorization: 'Bearer t-987654' }, `${status} within the origin: the stored headers stay`);
+    t.equal(kept.at(-1), '{"card":"4111"}', `${status} within the origin: so does the body`);
+  }
 });
 
 t.test('a trusted helpdesk origin is exempt for itself only: every hop it redirects to is guarded', async (t) => {
@@ -203,6 +241,8 @@ t.test('which addresses are public', async (t) => {
     '127.0.0.1', '127.255.255.254', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
     '255.255.255.255', '198.18.0.1', '::', '::1', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::127.0.0.1',
     '64:ff9b::7f00:1', '2002:7f00:0001::1', '2001:db8::1', '2001::1', 'not an address',
+    // IPv4-translated (RFC 2765) and NAT64's local-use prefix carry a private address too.
+    '::ffff:0:127.0.0.1', '::ffff:0:7f00:1', '::ffff:0:a00:1', '64:ff9b:1::a00:1',
   ]) {
     t.notOk(isPublicAddress(a), `${a} is not public`);
   }

@@ -35,6 +35,8 @@ const SPELLINGS = [
   `http://0x7f000001:${port}`,
   `http://127.1:${port}`,
   `http://[::ffff:127.0.0.1]:${port}`,
+  `http://[::ffff:0:127.0.0.1]:${port}`,
+  `http://[64:ff9b::127.0.0.1]:${port}`,
   `http://[::1]:${port}`,
   `http://169.254.169.254/latest/meta-data`,
   `http://10.0.0.7:8080`,

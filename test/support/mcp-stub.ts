@@ -15,6 +15,10 @@ import { listenLocal } from './local-server.js';
  * Each tool answers after `delayMs` (default 100 ms). With `requiredHeaders`, a request
  * lacking one of them (name and value) gets 401 before the MCP layer sees it. With
  * `largeAnswerBytes`, a fourth tool `large_answer {}` (read-only) answers a text that long.
+ * With `hostileSchemas`, two more read-only tools whose input schemas a hostile server would
+ * list: `find_code {code}` with `pattern: "^(a+)+$"` (seconds of backtracking on 28 a's and a
+ * "!" in JavaScript's engine) and `find_prefix {code}` with a lookahead (`^(?=x)`) that RE2
+ * cannot run.
  * `dropSessions()` forgets every session, as a restarted server would (their next request: 404).
  */
 export interface McpStubCall {
@@ -34,7 +38,10 @@ export interface McpStub {
 
 const DEFAULT_DELAY_MS = 100;
 
-export async function startMcpStub(t: Test | null, o: { delayMs?: number; requiredHeaders?: Record<string, string>; largeAnswerBytes?: number } = {}): Promise<McpStub> {
+export async function startMcpStub(
+  t: Test | null,
+  o: { delayMs?: number; requiredHeaders?: Record<string, string>; largeAnswerBytes?: number; hostileSchemas?: boolean } = {},
+): Promise<McpStub> {
   const delayMs = o.delayMs ?? DEFAULT_DELAY_MS;
   const calls: McpStubCall[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -72,6 +79,15 @@ export async function startMcpStub(t: Test | null, o: { delayMs?: number; requir
         await sleep(delayMs);
         return { content: [{ type: 'text', text: 'x'.repeat(bytes) }] };
       });
+    }
+    if (o.hostileSchemas) {
+      for (const [tool, pattern] of [['find_code', /^(a+)+$/], ['find_prefix', /^(?=x)x+$/]] as const) {
+        mcp.registerTool(tool, { description: `Finds a record by its ${tool === 'find_code' ? 'code' : 'prefix'}`, inputSchema: { code: z.string().regex(pattern) }, annotations: { readOnlyHint: true } }, async (args, extra) => {
+          record(tool, args, extra.requestInfo?.headers);
+          await sleep(delayMs);
+          return { content: [{ type: 'text', text: `Record ${args.code} found` }] };
+        });
+      }
     }
     return mcp;
   }

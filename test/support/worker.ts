@@ -3,7 +3,7 @@ import type { Test } from 'tap';
 import { startWorker, type RunningWorker, type WorkerOptions } from '../../actors/worker.js';
 import type { Config } from '../../lib/config.js';
 import type { Orm } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectNats, type NatsConnection } from '../../lib/nats.js';
 import { partitionOfEnvelope } from '../../lib/inbound.js';
 import { streamNames } from '../../lib/streams.js';
@@ -33,10 +33,10 @@ export interface TestWorker extends RunningWorker {
 export async function startTestWorker(
   t: Test,
   svc: { config: Config; orm: Orm },
-  options: { workerId?: string; options?: WorkerOptions; now?: () => number } = {},
+  options: { workerId?: string; options?: WorkerOptions; now?: () => number; logger?: Logger } = {},
 ): Promise<TestWorker> {
   const nc = await connectNats(svc.config.natsUrl ?? TEST_NATS_URL, `test-worker-${options.workerId ?? 'w'}`);
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const logger = options.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const worker = await startWorker({
     config: svc.config,
     orm: svc.orm,

@@ -66,7 +66,11 @@ t.test('an action: made through the form, refused at its field, tried, edited wi
   await form.getByLabel('Parameters (JSON Schema)').fill(JSON.stringify(schema, null, 2));
   t.equal(await form.getByText('Parameters: orderId (string, required).').count(), 1, 'the parameters in words');
   await form.getByRole('button', { name: 'Create action' }).click();
-  t.equal(await fieldError(form.getByLabel('URL')), 'Has the placeholder {order}, which is not one of the parameters.', "the API's 400 at the URL field");
+  t.equal(
+    await fieldError(form.getByLabel('URL')),
+    'Has the placeholder {order}, which is not one of the parameters nor one the service fills ({customer.id}, {customer.channel}, {conversation.id}, {customer.email}).',
+    "the API's 400 at the URL field",
+  );
   t.match(await form.getByRole('alert').textContent(), /^Please check URL: /, 'the summary names the field by its label');
   await shot(page, 'agent-actions-errors');
 
@@ -148,6 +152,48 @@ t.test('an action: made through the form, refused at its field, tried, edited wi
   await section.getByRole('button', { name: 'Delete get_order' }).click();
   await said(section, 'Action “get_order” deleted.');
   t.same((await api('GET', `/api/agents/${agentId}/actions`, { token })).body.actions.map((a: { name: string }) => a.name), ['create_ticket']);
+  t.same(problems, []);
+});
+
+t.test('a body template with who is asking: written in the form, refused at its field, tried as a given customer', async (t) => {
+  const { page, problems, token, agentId } = await agentPage(t, 'Template Co');
+  const section = page.getByRole('region', { name: 'Actions', exact: true });
+  const form = section.getByRole('form', { name: 'New action' });
+  t.equal(await form.getByLabel('Template (JSON)').isVisible(), false, 'no template field until a template is chosen');
+  await form.getByLabel('Method').selectOption('POST');
+  await form.getByLabel('Body').selectOption('template');
+  const template = form.getByLabel('Template (JSON)');
+  await form.getByLabel('Name', { exact: true }).fill('add_note');
+  await form.getByLabel('Description').fill('Adds a note about the customer who asks.');
+  await form.getByLabel('URL').fill(`${shopApi.url}/notes?conversation={conversation.id}`);
+  await form.getByLabel('Parameters (JSON Schema)').fill('{"type": "object", "properties": {"text": {"type": "string"}}}');
+  await template.fill('{"customer": "{customer.id}", "note": "{txt}"}');
+  await form.getByRole('button', { name: 'Create action' }).click();
+  t.match(await fieldError(template), /^Has the placeholder \{txt\}, which is not one of the parameters/, "the API's 400 at the template");
+  await template.fill('{"customer": "{customer.id}", "via": "{customer.channel}", "note": "{text}"}');
+  await form.getByRole('button', { name: 'Create action' }).click();
+  await said(form, 'Action “add_note” created.');
+  const [action] = (await api('GET', `/api/agents/${agentId}/actions`, { token })).body.actions;
+  t.same(action.request.body, { customer: '{customer.id}', via: '{customer.channel}', note: '{text}' }, 'stored as written');
+
+  await section.getByRole('button', { name: 'Try it: add_note' }).click();
+  const tryForm = section.getByRole('form', { name: 'Try add_note' });
+  await tryForm.getByLabel('Arguments (JSON)').fill('{"text": "called back"}');
+  await tryForm.getByText('Who is asking').click();
+  await tryForm.getByLabel('Customer id').fill('c-17');
+  await tryForm.getByLabel('Channel').fill('telegram');
+  await tryForm.getByLabel('Conversation id').fill('42');
+  await tryForm.getByRole('button', { name: 'Call the API' }).click();
+  await tryForm.locator('.try-outcome').getByText('200 OK').waitFor();
+  const sent = shopApi.requests.at(-1)!;
+  t.equal(sent.path, '/notes?conversation=42');
+  t.same(JSON.parse(sent.body), { customer: 'c-17', via: 'telegram', note: 'called back' }, 'filled as that customer');
+
+  await section.getByRole('button', { name: 'Edit add_note' }).click();
+  const edit = section.getByRole('form', { name: 'Edit action “add_note”' });
+  t.equal(await edit.getByLabel('Body').inputValue(), 'template');
+  t.same(JSON.parse(await edit.getByLabel('Template (JSON)').inputValue()), action.request.body, 'the template back in its field');
+  await shot(page, 'agent-actions-template');
   t.same(problems, []);
 });
 

@@ -1,11 +1,13 @@
 // The Team page and invitations in Chromium (issue #29): an owner invites an operator and
 // copies the link, the operator joins in another browser and lands on the inbox with an
 // operator's navigation, the owner changes the role (the operator's navigation follows) and
-// removes the user (whose next step ends at the login form).
+// removes the user (whose next step ends at the login form); the API tokens list says who made
+// each, and a teammate's go with them.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { goTo, launchBrowser, shot, signedInPage, watchedPage } from '../support/browser.js';
 import { startTestService, uniqueEmail } from '../support/service.js';
+import { join } from '../support/team.js';
 
 const svc = await startTestService(t, 'web_team');
 const { api } = svc;
@@ -145,4 +147,35 @@ t.test('a revoked invitation cannot be used; signed in, the link offers to log o
   t.match(await page.getByRole('alert').filter({ hasText: /\S/ }).textContent(), /cannot be used any more/);
   t.same(owner.problems, []);
   t.same(otherProblems, []);
+});
+
+t.test('the API tokens list says who made each; removing the maker revokes theirs', async (t) => {
+  const owner = await signedInPage(t, browser, svc, 'Tokens Co');
+  const { page } = owner;
+  const ada = await join(api, owner.token, 'admin', 'Ada');
+  const adas = (await api('POST', '/api/api-tokens', { token: ada.token, body: { name: 'CRM sync' } })).body.apiToken;
+  await goTo(page, 'Settings');
+  await page.getByLabel('Token name').fill('Backup');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const tokens = page.getByRole('table', { name: 'API tokens' });
+  await tokens.getByRole('columnheader', { name: 'Made by' }).waitFor();
+  await tokens.locator('tr', { hasText: 'Backup' }).getByRole('cell', { name: 'You', exact: true }).waitFor();
+  await tokens.locator('tr', { hasText: 'CRM sync' }).getByRole('cell', { name: 'Ada', exact: true }).waitFor();
+  await shot(page, 'api-tokens-made-by');
+
+  await goTo(page, 'Team');
+  let question = '';
+  page.once('dialog', (d) => {
+    question = d.message();
+    void d.accept();
+  });
+  await page.getByRole('button', { name: `Remove ${ada.email}` }).click();
+  await page.getByText('Ada was removed from the team.').waitFor();
+  t.match(question, /the API tokens they made and the invitations they sent stop working/, 'the question says what goes with them');
+  t.equal((await api('GET', '/api/agents', { token: adas.token })).status, 401, 'their token answers 401');
+
+  await goTo(page, 'Settings');
+  await tokens.locator('tr', { hasText: 'Backup' }).waitFor();
+  t.equal(await tokens.locator('tr', { hasText: 'CRM sync' }).count(), 0, 'their token is no longer listed');
+  t.same(owner.problems, []);
 });

@@ -20,8 +20,9 @@ import type { HistoryMessage } from '../prompt.js';
  * them got (lib/agents/tools/toolbox.ts).
  */
 export interface ReplayItemInput {
-  /** The customer message answered again. */
+  /** The customer message answered again, and its conversation (whose customer the company's tools are called for). */
   messageId: string;
+  conversationId: number;
   question: string;
 }
 
@@ -81,7 +82,7 @@ export async function replayAnswer(
     historyTokenBudget: o.historyTokenBudget,
     model: o.model,
     maxLength: o.maxLength,
-    ...(tools ? { tools: { ...tools, conversationId: null, recordedFor: item.messageId } } : {}),
+    ...(tools ? { tools: { ...tools, conversationId: null, recordedFor: item.messageId, caller: { conversationId: item.conversationId } } } : {}),
   });
   const usage = output.usage ? { model: output.usage.model, inputTokens: output.usage.inputTokens, outputTokens: output.usage.outputTokens, costUsd: output.usage.costUsd } : null;
   return { answer: replayAnswerOf(output), usage, reservationId, stop: creditStop(output) };

@@ -8,6 +8,7 @@ import type { AddressGuard } from '../../address-guard.js';
 import { outboundFetch } from '../../outbound-http.js';
 import { outboundErrorIn, type OutboundError } from '../../outbound-errors.js';
 import { failureOf, hideSecrets, MAX_TOOL_ANSWER_BYTES, modelResult, secretsOf, type ToolOutcome } from './action-request.js';
+import { toolSchemaProblem } from './tool-schema.js';
 
 /**
  * A company's Model Context Protocol servers (contract.md § Agent actions), over Streamable
@@ -132,6 +133,13 @@ function parseUrl(raw: string): URL {
   throw new McpServerError('the URL is not a valid http or https URL');
 }
 
+/** An MCP tool's input schema as offered and checked: without its `$schema` (a draft the model server may not know). */
+export function offeredSchema(schema: unknown): Record<string, unknown> {
+  if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return { type: 'object', properties: {} };
+  const { $schema: _draft, ...rest } = schema as Record<string, unknown>;
+  return rest;
+}
+
 /** Connects, lists the server's tools (every page, up to MAX_MCP_TOOLS) within its `timeoutMs`, and disconnects. */
 export async function listMcpTools(server: Omit<McpServerCall, 'version'>, o: { guard: AddressGuard | null; signal?: AbortSignal }): Promise<McpToolInfo[]> {
   const url = parseUrl(server.url);
@@ -147,11 +155,16 @@ export async function listMcpTools(server: Omit<McpServerCall, 'version'>, o: { 
       const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: remaining(), signal: o.signal });
       for (const tool of listed.tools) {
         if (tools.length >= MAX_MCP_TOOLS) break;
+        // Each schema is held to the policy (up to a few ms): other requests go between two.
+        await new Promise(setImmediate);
+        const inputSchema = offeredSchema(tool.inputSchema);
+        const refused = toolSchemaProblem(inputSchema);
         tools.push({
           name: tool.name,
           description: cut(tool.description ?? tool.title ?? '', MAX_MCP_TOOL_DESCRIPTION),
-          inputSchema: tool.inputSchema as Record<string, unknown>,
+          inputSchema: refused === null ? inputSchema : {},
           idempotent: tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true,
+          ...(refused === null ? {} : { refused: cut(refused, MAX_MCP_TOOL_DESCRIPTION) }),
         });
       }
       cursor = listed.nextCursor;

@@ -6,8 +6,11 @@ import type { ActionMethod, McpToolInfo, ToolCallStatus } from '../../../schema/
 import type { ToolCallRecord } from '../../../schema/conversation.js';
 import { BUILT_IN_TOOLS, ModelCallCancelled, type ModelToolCall, type ToolDefinition } from '../openai-model.js';
 import { NO_SLOT, type CallSlot } from '../slots.js';
-import { callAction, checkArguments, redactArgs, secretsOf, type ToolOutcome } from './action-request.js';
-import type { McpConnections } from './mcp-client.js';
+import { callAction, redactArgs, secretArguments, secretsOf, type ActionCall, type ToolOutcome } from './action-request.js';
+import { CALLER_PLACEHOLDERS, NO_CALLER, usesPlaceholder, type CallerValues } from './placeholders.js';
+import { checkArguments, parseToolArguments, type CheckedArguments } from './arguments-check.js';
+import { offeredSchema, type McpConnections } from './mcp-client.js';
+import { toolSchemaProblem } from './tool-schema.js';
 import { beginToolCall, earlierToolCalls, finishToolCall, markUncertain, recordToolCall, type EarlierToolCall, type FinishedToolCall, type NewToolCall } from './tool-calls.js';
 import { offeredToolName } from './tool-names.js';
 
@@ -33,6 +36,7 @@ import { offeredToolName } from './tool-names.js';
  *   ledger, the transition log or the logs see them.
  */
 export const MAX_TOOL_CALLS_PER_ANSWER = 5;
+const CUSTOMER_PLACEHOLDERS = CALLER_PLACEHOLDERS.filter((name) => name.startsWith('customer.'));
 
 /** What the model is told when a call is over the limit, and when a test would change data. */
 export const LIMIT_REACHED = 'tool call limit reached';
@@ -58,6 +62,7 @@ export interface OfferedAction extends ToolBase {
   method: ActionMethod;
   url: string;
   body: 'json' | 'none';
+  bodyTemplate: Record<string, unknown> | null;
 }
 
 export interface OfferedMcpTool extends ToolBase {
@@ -105,6 +110,7 @@ interface ActionRow {
   url: string;
   headersSealed: Record<string, string> | null;
   body: 'json' | 'none';
+  bodyTemplate: Record<string, unknown> | null;
   idempotent: boolean;
   timeoutMs: number;
 }
@@ -122,7 +128,7 @@ interface ServerRow {
 /**
  * An agent's actions and the tools of its connected MCP servers, in one statement: actions
  * first, then each server's tools as it listed them (a name that comes out the same as an
- * earlier one is not offered).
+ * earlier one is not offered, nor a tool whose schema the policy refuses: lib/agents/tools/tool-schema.ts).
  */
 export async function loadAgentTools(sql: SqlClient, companyId: number, agentId: number): Promise<AgentTools> {
   const [row] = await query<{ actions: ActionRow[]; servers: ServerRow[] }>(
@@ -130,7 +136,7 @@ export async function loadAgentTools(sql: SqlClient, companyId: number, agentId:
     'agent_tools_load',
     `select
        (select coalesce(json_agg(json_build_object('id', id, 'name', name, 'description', description, 'parameters', parameters, 'method', method, 'url', url,
-                'headersSealed', headers_sealed, 'body', body, 'idempotent', idempotent, 'timeoutMs', timeout_ms) order by id), '[]')
+                'headersSealed', headers_sealed, 'body', body, 'bodyTemplate', body_template, 'idempotent', idempotent, 'timeoutMs', timeout_ms) order by id), '[]')
         from agent_actions where company_id = $1 and agent_id = $2) as actions,
        (select coalesce(json_agg(json_build_object('id', id, 'name', name, 'url', url, 'headersSealed', headers_sealed, 'timeoutMs', timeout_ms,
                 'tools', tools, 'updatedAt', updated_at) order by id), '[]')
@@ -141,25 +147,20 @@ export async function loadAgentTools(sql: SqlClient, companyId: number, agentId:
   for (const a of row?.actions ?? []) {
     tools.push({
       source: 'action', name: a.name, description: a.description, parameters: a.parameters, idempotent: a.idempotent, headersSealed: a.headersSealed ?? {},
-      timeoutMs: a.timeoutMs, actionId: a.id, method: a.method, url: a.url, body: a.body,
+      timeoutMs: a.timeoutMs, actionId: a.id, method: a.method, url: a.url, body: a.body, bodyTemplate: a.bodyTemplate,
     });
   }
   for (const s of row?.servers ?? []) {
     for (const t of s.tools ?? []) {
+      if (t.refused) continue;
       tools.push({
         source: 'mcp', name: offeredToolName(s.name, t.name), description: t.description, parameters: offeredSchema(t.inputSchema),
         idempotent: t.idempotent, headersSealed: s.headersSealed ?? {}, timeoutMs: s.timeoutMs, serverId: s.id, url: s.url, tool: t.name, version: String(s.updatedAt),
       });
     }
   }
-  return new AgentTools(tools);
-}
-
-/** An MCP tool's input schema as offered and checked: without its `$schema` (a draft the model server or our checker may not know). */
-function offeredSchema(schema: Record<string, unknown> | null | undefined): Record<string, unknown> {
-  if (!schema || typeof schema !== 'object') return { type: 'object', properties: {} };
-  const { $schema: _draft, ...rest } = schema;
-  return rest;
+  // A schema the policy refuses (one stored before it was held to it) is not offered: its arguments could not be checked.
+  return new AgentTools(tools.filter((t) => toolSchemaProblem(t.parameters) === null));
 }
 
 /** What calling needs from the process. */
@@ -182,6 +183,8 @@ export interface ToolAnswer {
   messageId: string | null;
   /** A replay (messageId null): the customer message answered again, whose answer's recorded calls stand in for the tools that change data. */
   recordedFor?: string;
+  /** The conversation whose customer the calls are made for (a replay: the one answered again); none: nobody asks (an evaluation). */
+  caller?: { conversationId: number } | null;
   signal?: AbortSignal;
   slot?: CallSlot;
 }
@@ -210,6 +213,7 @@ export class Toolbox {
   /** The first outcome of each tool that changes data, in this answer. */
   readonly #once = new Map<string, FinishedToolCall>();
   #earlier: Promise<EarlierToolCall[]> | null = null;
+  #customer: Promise<CallerValues> | null = null;
 
   constructor(tools: AgentTools, deps: ToolboxDeps, answer: ToolAnswer) {
     this.#tools = tools;
@@ -246,12 +250,10 @@ export class Toolbox {
       return this.#record(tool, seq, {}, failure('error', 'the tool\'s credentials cannot be read'), 'record');
     }
     const secrets = secretsOf(headers);
-    const parsed = parseArguments(call.arguments);
-    const args = redactArgs(parsed ?? {}, tool.parameters, secrets);
+    const parsed = parseToolArguments(call.arguments);
+    const args = redactArgs(parsed.ok ? parsed.value : {}, tool.parameters, secrets);
     if (this.#asked > MAX_TOOL_CALLS_PER_ANSWER) return this.#record(tool, seq, args, failure('not_called', LIMIT_REACHED), 'record');
-    let checked = parsed === null ? { ok: false as const, error: 'the arguments must be a JSON object', field: 'arguments' } : checkArguments(tool.parameters, parsed);
-    // A server's schema we cannot compile is its own to apply: the server checks the arguments.
-    if (!checked.ok && tool.source === 'mcp' && checked.field === 'parameters') checked = { ok: true, args: parsed! };
+    const checked = parsed.ok ? checkArguments(tool.parameters, parsed.value) : parsed;
     if (!checked.ok) return this.#record(tool, seq, args, failure('invalid_arguments', `invalid arguments: ${checked.error}`), 'record');
     if (!tool.idempotent) {
       const first = this.#once.get(tool.name);
@@ -266,7 +268,7 @@ export class Toolbox {
     // A call that changes data is in the ledger before it goes out (a crash leaves it
     // `started`: uncertain); one that may be repeated is written once, after it.
     const id = tool.idempotent ? 'record' : await beginToolCall(this.#deps.sql, this.#row(tool, seq, args));
-    const outcome = await this.#call(tool, checked.args, headers);
+    const outcome = await this.#call(tool, checked.args, headers, secretsOf(headers, secretArguments(checked.args, tool.parameters)));
     if (this.#answer.signal?.aborted) {
       const cancelled = failure('error', 'cancelled: a human took the conversation over', outcome.ms);
       if (id === 'record') await recordToolCall(this.#deps.sql, this.#row(tool, seq, args), cancelled);
@@ -294,22 +296,43 @@ export class Toolbox {
     return this.#logged(tool, args, recorded, true);
   }
 
+  /**
+   * Who asks, as the action's caller placeholders read it: the conversation's id, and its
+   * customer (channel id, channel, their lead's email), read once per answer and only for an
+   * action that asks for them.
+   */
+  #callerFor(action: Pick<ActionCall, 'url' | 'headers' | 'bodyTemplate'>): Promise<CallerValues> {
+    const caller = this.#answer.caller;
+    if (!caller) return Promise.resolve(NO_CALLER);
+    const conversation = { ...NO_CALLER, 'conversation.id': String(caller.conversationId) };
+    const parts = [action.url, action.bodyTemplate, ...Object.values(action.headers)];
+    if (!CUSTOMER_PLACEHOLDERS.some((name) => usesPlaceholder(name, parts))) return Promise.resolve(conversation);
+    this.#customer ??= query<{ client_id: string; channel: string; email: string | null }>(
+      this.#deps.sql,
+      'tool_caller_load',
+      `select c.client_id, coalesce(c.transport, c.channel) as channel, l.email
+       from conversations c left join leads l on l.company_id = c.company_id and l.integration_id = c.integration_id and l.client_id = c.client_id
+       where c.id = $1 and c.company_id = $2`,
+      [caller.conversationId, this.#answer.companyId],
+    ).then(([row]) => ({ ...conversation, 'customer.id': row?.client_id ?? null, 'customer.channel': row?.channel ?? null, 'customer.email': row?.email ?? null }));
+    return this.#customer;
+  }
+
   /** The calls of earlier attempts at this answer (a replay: of the original answer), read once (before this attempt wrote any). */
   #earlierCalls(): Promise<EarlierToolCall[]> {
     this.#earlier ??= earlierToolCalls(this.#deps.sql, (this.#answer.messageId ?? this.#answer.recordedFor)!);
     return this.#earlier;
   }
 
-  /** The request itself, the answer's model slot given back meanwhile. */
-  async #call(tool: OfferedTool, args: Record<string, unknown>, headers: Record<string, string>): Promise<ToolOutcome> {
+  /** The request itself, the answer's model slot given back meanwhile; `secrets` (headers', secret arguments') are masked in its answer. */
+  async #call(tool: OfferedTool, args: CheckedArguments, headers: Record<string, string>, secrets: readonly string[]): Promise<ToolOutcome> {
     const signal = this.#answer.signal;
     const slot = this.#answer.slot ?? NO_SLOT;
-    const secrets = secretsOf(headers);
     const started = Date.now();
     try {
       if (tool.source === 'action') {
-        const action = { name: tool.name, parameters: tool.parameters, method: tool.method, url: tool.url, headers, body: tool.body, timeoutMs: tool.timeoutMs };
-        return await slot.away(() => callAction(action, args, { guard: this.#deps.guardFor(tool.url), signal }));
+        const action = { name: tool.name, method: tool.method, url: tool.url, headers, body: tool.body, bodyTemplate: tool.bodyTemplate, timeoutMs: tool.timeoutMs };
+        return await slot.away(async () => callAction(action, args, { guard: this.#deps.guardFor(tool.url), caller: await this.#callerFor(action), signal, masked: secrets }));
       }
       const mcp = this.#deps.mcp;
       if (!mcp) return { ...failure('error', 'MCP tools cannot be called here'), ms: 0 } as ToolOutcome;
@@ -355,16 +378,5 @@ export class Toolbox {
     });
     if (o.status === 'ok') this.#done.push({ name: tool.name, description: tool.description, result: o.result });
     return JSON.stringify(o.result);
-  }
-}
-
-/** The model's arguments as an object; null when they are not a JSON object. Empty text is no arguments. */
-function parseArguments(text: string): Record<string, unknown> | null {
-  if (!text.trim()) return {};
-  try {
-    const value = JSON.parse(text) as unknown;
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
   }
 }

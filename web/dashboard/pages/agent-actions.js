@@ -13,7 +13,9 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => ({ value: m
 const BODIES = [
   { value: 'json', label: 'JSON: the arguments not in the URL, as a JSON body' },
   { value: 'none', label: 'None: the arguments not in the URL go in the query' },
+  { value: 'template', label: 'Template: a JSON body you write, with {placeholders}' },
 ];
+const CALLER = '{customer.id}, {customer.channel}, {customer.email} and {conversation.id}';
 const DEFAULT_TIMEOUT_MS = 10_000;
 const NEW_SCHEMA = { type: 'object', properties: {}, required: [] };
 const TAKEN = 'is taken by another action of this agent';
@@ -79,6 +81,12 @@ export function agentActions({ signal, agentId }) {
   const url = h('input', { type: 'text', name: 'url', class: 'mono', maxlength: '2048', spellcheck: 'false', autocomplete: 'off', placeholder: 'https://api.example.com/orders/{orderId}' });
   const headers = headerRows({ prefix: 'action-header' });
   const body = select(BODIES, { name: 'body' });
+  const bodyTemplate = h('textarea', { name: 'bodyTemplate', rows: 5, class: 'mono', spellcheck: 'false', autocomplete: 'off', placeholder: '{"orderId": "{orderId}", "customer": "{customer.id}"}' });
+  const templateField = field(
+    'Template (JSON)',
+    bodyTemplate,
+    `A string that is one {placeholder} becomes that argument with its type ("{quantity}" → 3); inside longer text it is filled as text. ${CALLER} are filled by the service, never by the model. Arguments used neither here nor in the URL are not sent.`,
+  );
   const idempotent = checkbox('Safe to repeat (idempotent)', { name: 'idempotent' });
   const timeout = h('input', { type: 'number', name: 'timeoutMs', min: '100', max: '15000', step: '100', inputmode: 'numeric', placeholder: String(DEFAULT_TIMEOUT_MS) });
   const title = h('h3', {}, 'New action');
@@ -98,7 +106,7 @@ export function agentActions({ signal, agentId }) {
     title,
     h('div', { class: 'grid-2' }, field('Name', name, 'The function name the model calls: a letter, then letters, digits, _ or -.'), field('Method', method)),
     field('Description', description, 'Tells the model what the action does and when to use it (up to 1000 characters).'),
-    field('URL', url, 'http(s), with {parameter} placeholders in the path or query, e.g. /orders/{orderId}: each is filled with that argument, URL-encoded.'),
+    field('URL', url, `http(s), with {parameter} placeholders in the path or query, e.g. /orders/{orderId}: each is filled with that argument, URL-encoded. ${CALLER} say who is asking: the service fills them, so your API can answer that customer only.`),
     field('Parameters (JSON Schema)', parameters, parametersNote),
     headers.el,
     h(
@@ -107,6 +115,7 @@ export function agentActions({ signal, agentId }) {
       field('Body', body, 'Default: JSON for POST, PUT and PATCH; none for GET and DELETE.'),
       field('Timeout (milliseconds)', timeout, `How long to wait for the answer: 100–15000. Empty: ${DEFAULT_TIMEOUT_MS}.`),
     ),
+    templateField,
     h('div', { class: 'idempotent' }, idempotent.el, idempotentHint),
     h('div', { class: 'actions' }, submit, cancel),
     formMsg.el,
@@ -124,6 +133,11 @@ export function agentActions({ signal, agentId }) {
   }
   parameters.addEventListener('input', noteParameters);
 
+  const showTemplate = () => {
+    templateField.hidden = body.value !== 'template';
+  };
+  body.addEventListener('change', showTemplate);
+
   // The body and "safe to repeat" follow the method while they are its defaults.
   let methodShown = method.value;
   method.addEventListener('change', () => {
@@ -140,7 +154,7 @@ export function agentActions({ signal, agentId }) {
       request: url,
       'request.method': method,
       'request.url': url,
-      'request.body': body,
+      'request.body': body.value === 'template' ? bodyTemplate : body,
       'request.idempotent': idempotent.input,
       timeoutMs: timeout,
     })[path] ?? headers.control(path);
@@ -161,7 +175,11 @@ export function agentActions({ signal, agentId }) {
     methodShown = method.value;
     url.value = action?.request.url ?? '';
     headers.set(action?.request.headers ?? {});
-    body.value = action?.request.body ?? defaultBody(method.value);
+    const sent = action?.request.body;
+    const template = sent !== null && typeof sent === 'object';
+    body.value = template ? 'template' : (sent ?? defaultBody(method.value));
+    bodyTemplate.value = template ? prettyJson(sent) : '';
+    showTemplate();
     idempotent.input.checked = action?.request.idempotent ?? defaultIdempotent(method.value);
     timeout.value = action ? String(action.timeoutMs) : '';
     noteParameters();
@@ -176,7 +194,14 @@ export function agentActions({ signal, agentId }) {
     if (!parsed.value || typeof parsed.value !== 'object' || Array.isArray(parsed.value)) return { problem: { field: 'parameters', message: 'must be a JSON object with "type": "object"' } };
     const twice = headers.duplicate();
     if (twice) return { problem: { control: twice, message: 'is given twice' } };
-    const request = { method: method.value, url: url.value.trim(), headers: headers.value(), body: body.value, idempotent: idempotent.input.checked };
+    let sent = body.value;
+    if (sent === 'template') {
+      const template = parseJsonText(bodyTemplate.value);
+      if (!template.ok) return { problem: { field: 'request.body', message: template.error } };
+      if (!template.value || typeof template.value !== 'object' || Array.isArray(template.value)) return { problem: { field: 'request.body', message: 'must be a JSON object' } };
+      sent = template.value;
+    }
+    const request = { method: method.value, url: url.value.trim(), headers: headers.value(), body: sent, idempotent: idempotent.input.checked };
     const ms = timeout.value.trim() === '' ? DEFAULT_TIMEOUT_MS : Number(timeout.value);
     return { values: { name: name.value.trim(), description: description.value.trim(), parameters: parsed.value, request, timeoutMs: ms } };
   }
@@ -282,6 +307,19 @@ export function agentActions({ signal, agentId }) {
     state.trying = action;
     const args = h('textarea', { name: 'arguments', rows: 6, class: 'mono', spellcheck: 'false', autocomplete: 'off' });
     args.value = prettyJson(sampleOf(action.parameters) ?? {});
+    const who = {
+      customerId: h('input', { type: 'text', name: 'customerId', maxlength: '256', autocomplete: 'off', spellcheck: 'false' }),
+      channel: h('input', { type: 'text', name: 'channel', maxlength: '64', autocomplete: 'off', placeholder: 'webchat' }),
+      email: h('input', { type: 'email', name: 'email', maxlength: '320', autocomplete: 'off' }),
+      conversationId: h('input', { type: 'text', name: 'conversationId', maxlength: '64', autocomplete: 'off', inputmode: 'numeric' }),
+    };
+    const asking = h(
+      'details',
+      { class: 'try-caller' },
+      h('summary', {}, 'Who is asking'),
+      h('p', { class: 'muted small' }, `What ${CALLER} are filled with in this test (the agent's calls get the customer's own; empty when left empty).`),
+      h('div', { class: 'grid-2' }, field('Customer id', who.customerId), field('Channel', who.channel), field('Customer email', who.email), field('Conversation id', who.conversationId)),
+    );
     const run = h('button', { type: 'submit', class: 'primary' }, 'Call the API');
     const close = h('button', { type: 'button', class: 'secondary' }, 'Close');
     const msg = messages();
@@ -296,6 +334,7 @@ export function agentActions({ signal, agentId }) {
       h('p', { class: 'muted small' }, 'Calls your API once with these arguments, as the agent would, and shows what the model would get. Nothing is recorded.'),
       warning,
       field('Arguments (JSON)', args, parametersText(action.parameters)),
+      asking,
       h('div', { class: 'actions' }, run, close),
       msg.el,
       result,
@@ -315,7 +354,10 @@ export function agentActions({ signal, agentId }) {
         return;
       }
       try {
-        const out = await busy(run, () => api('POST', `${base}/${seg(action.id)}/try`, { arguments: parsed.value }, { signal }));
+        const given = (input) => input.value.trim() || undefined;
+        const customer = { id: given(who.customerId), channel: given(who.channel), email: given(who.email) };
+        const context = { customer, conversation: { id: given(who.conversationId) } };
+        const out = await busy(run, () => api('POST', `${base}/${seg(action.id)}/try`, { arguments: parsed.value, context }, { signal }));
         showOutcome(result, out);
       } catch (err) {
         if (err.name === 'AbortError') return;

@@ -152,7 +152,13 @@ export function agentMcpServers({ signal, agentId }) {
       [
         { label: 'Tool', cell: (t) => h('code', { class: 'tool-name' }, t.name) },
         { label: 'Description', cell: (t) => t.description || h('span', { class: 'muted' }, 'none') },
-        { label: 'Offered as', cell: (t) => (t.offeredAs ? h('code', {}, t.offeredAs) : h('span', { class: 'muted', title: 'Its name clashes with another tool of this agent.' }, 'not offered (name taken)')) },
+        {
+          label: 'Offered as',
+          cell: (t) => {
+            if (t.refused) return h('span', { class: 'tag changes', title: t.refused }, 'Not offered: its input schema is refused', h('p', { class: 'muted small cell-note' }, t.refused));
+            return t.offeredAs ? h('code', {}, t.offeredAs) : h('span', { class: 'muted', title: 'Its name clashes with another tool of this agent.' }, 'not offered (name taken)');
+          },
+        },
         { label: 'Repeats', cell: (t) => (t.idempotent ? h('span', { class: 'muted' }, 'Safe to repeat') : h('span', { class: 'tag changes' }, 'May change data')) },
       ],
       s.tools ?? [],

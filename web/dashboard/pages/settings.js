@@ -1,14 +1,16 @@
-// Settings: company API tokens (shown once), canned replies, credit balance, the daily spend
-// cap and the ledger, pipelines. Operators see the canned replies (read only), the credit and
-// the pipelines; tokens, the cap and canned-reply changes are for owners and admins (the API
-// answers operators 403).
+// Settings: company API tokens (shown once, with who made each), canned replies, credit
+// balance, the daily spend cap and the ledger, pipelines. Operators see the canned replies (read
+// only), the credit and the pipelines; tokens, the cap and canned-reply changes are for owners
+// and admins (the API answers operators 403).
 import { api, apiAll, seg } from '../api.js';
 import { append, busy, copyField, field, fieldErrors, h, messages, replace, table, time } from '../dom.js';
+import { userName } from '../words.js';
 import { cannedReplies } from './canned-replies.js';
+import { loadPeople } from './people.js';
 
 const LEDGER_KIND = { signup_bonus: 'Sign-up bonus', model_usage: 'Model usage' };
 
-export function render(root, { signal, role }) {
+export function render(root, { signal, me, role }) {
   const manages = role !== 'operator';
   // ---- API tokens ----
   const tokensEl = h('div');
@@ -41,9 +43,13 @@ export function render(root, { signal, role }) {
     }
   });
 
+  // Who made each token, by name. A live token's maker is on the team (removing them revokes
+  // it), read with the tokens each time: a teammate who joined since made one too.
+  const madeBy = (t, people) => (people.me?.id === t.createdBy ? 'You' : userName(people.users.get(t.createdBy)));
+
   async function loadTokens() {
     try {
-      const { apiTokens } = await apiAll('/api/api-tokens', 'apiTokens', { signal });
+      const [{ apiTokens }, people] = await Promise.all([apiAll('/api/api-tokens', 'apiTokens', { signal }), loadPeople(signal, me)]);
       replace(
         tokensEl,
         table(
@@ -51,6 +57,7 @@ export function render(root, { signal, role }) {
           [
             { label: 'Name', cell: (t) => t.name },
             { label: 'Prefix', cell: (t) => h('code', {}, `${t.prefix}…`) },
+            { label: 'Made by', cell: (t) => madeBy(t, people) },
             { label: 'Created', cell: (t) => time(t.createdAt) },
             { label: 'Last used', cell: (t) => (t.lastUsedAt ? time(t.lastUsedAt) : h('span', { class: 'muted' }, 'Never')) },
             {
@@ -206,7 +213,7 @@ export function render(root, { signal, role }) {
           'section',
           { class: 'panel', 'aria-labelledby': 'tokens-title' },
           h('h2', { id: 'tokens-title' }, 'API tokens'),
-          h('p', { class: 'muted' }, 'Company API tokens let scripts and servers call the API. A token is shown once, when it is created.'),
+          h('p', { class: 'muted' }, 'Company API tokens let scripts and servers call the API as an admin. A token is shown once, when it is created, and works while the teammate who made it stays on the team with their role: removing them or lowering their role revokes it.'),
           form,
           created,
           tokensMsg.el,

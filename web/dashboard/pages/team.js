@@ -11,6 +11,8 @@ const ROLES = [
   { value: 'owner', label: 'Owner', hint: 'an admin who can also make and remove owners' },
 ];
 const ROLE_LABEL = Object.fromEntries(ROLES.map((r) => [r.value, r.label]));
+/** operator < admin < owner, as ROLES lists them. */
+const rank = (role) => ROLES.findIndex((r) => r.value === role);
 
 export function render(root, { signal, me, role, refresh, refreshWho }) {
   const myId = me?.user?.id;
@@ -66,14 +68,22 @@ export function render(root, { signal, me, role, refresh, refreshWho }) {
     if (!mayChange(u)) return h('span', { class: ['role-badge', `role-${u.role}`] }, ROLE_LABEL[u.role] ?? u.role);
     const picker = select(roleChoices, { name: 'role', 'aria-label': `Role of ${u.email}` });
     picker.value = u.role;
-    picker.addEventListener('change', () => {
+    picker.addEventListener('change', async () => {
       const wanted = picker.value;
-      const warning = wanted === 'operator' ? ' You will no longer manage the team or the company’s setup.' : '';
-      if (u.id === myId && !window.confirm(`Make yourself an ${ROLE_LABEL[wanted].toLowerCase()}?${warning}`)) {
+      const self = u.id === myId;
+      // A lower role revokes what they made with the one they had (the API does it in the same step).
+      const lowering = rank(wanted) < rank(u.role);
+      const they = self ? 'you' : 'they';
+      const theirs = `The API tokens ${they} made and the invitations ${they} sent`;
+      const warning = `${self && wanted === 'operator' ? ' You will no longer manage the team or the company’s setup.' : ''}${lowering ? ` ${theirs} stop working.` : ''}`;
+      const question = `Make ${self ? 'yourself' : who(u)} an ${ROLE_LABEL[wanted].toLowerCase()}?${warning}`;
+      if ((self || lowering) && !window.confirm(question)) {
         picker.value = u.role;
         return;
       }
-      patchUser(u, { role: wanted }, picker, (user) => `The role of ${who(user)} is now ${ROLE_LABEL[user.role] ?? user.role}.`);
+      await patchUser(u, { role: wanted }, picker, (user) => `The role of ${who(user)} is now ${ROLE_LABEL[user.role] ?? user.role}.${lowering ? ` ${theirs} were revoked.` : ''}`);
+      // Mine: the page is drawn again for my new role.
+      if (lowering && !self) loadInvitations();
     });
     return picker;
   }
@@ -100,8 +110,8 @@ export function render(root, { signal, me, role, refresh, refreshWho }) {
   async function removeUser(u, button) {
     const self = u.id === myId;
     const question = self
-      ? 'Remove yourself from the team? You are logged out at once and cannot log in again.'
-      : `Remove ${who(u)} (${u.email}) from the team? They are logged out at once, and their conversations become unassigned.`;
+      ? 'Remove yourself from the team? You are logged out at once and cannot log in again; the API tokens you made and the invitations you sent stop working.'
+      : `Remove ${who(u)} (${u.email}) from the team? They are logged out at once, the API tokens they made and the invitations they sent stop working, and their conversations become unassigned.`;
     if (!window.confirm(question)) return;
     try {
       await busy(button, () => api('DELETE', `/api/users/${seg(u.id)}`, undefined, { signal }));
@@ -109,6 +119,7 @@ export function render(root, { signal, me, role, refresh, refreshWho }) {
       renderUsers();
       usersMsg.ok(`${who(u)} was removed from the team.`);
       if (self) refresh();
+      else loadInvitations();
     } catch (err) {
       if (err.name !== 'AbortError') usersMsg.error(err);
     }
