@@ -1,7 +1,7 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import { isObject, Run, TooCostly, type Check, type Path } from './check-run.js';
+import { Run, TooCostly, type Check, type Path } from './check-run.js';
 import type { LinearPattern } from './linear-pattern.js';
-import { MAX_ARGUMENT_BYTES, preparedToolSchema, SchemaRefusal, type PreparedSchema, type Schema } from './tool-schema.js';
+import { isObject, MAX_ARGUMENT_BYTES, nestedDeeperThan, preparedToolSchema, SchemaRefusal, type PreparedSchema, type Schema } from './tool-schema.js';
 
 /**
  * A model's arguments checked against a tool's schema (one that passed lib/agents/tools/
@@ -298,13 +298,6 @@ function fillDefaults<K extends string | number>(o: Record<K, unknown>, fills: r
   return true;
 }
 
-function depthOver(value: unknown, limit: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (limit === 0) return true;
-  for (const v of Object.values(value)) if (depthOver(v, limit - 1)) return true;
-  return false;
-}
-
 /**
  * A model's arguments (the JSON text of a tool call) as an object: at most MAX_ARGUMENT_BYTES,
  * nested at most MAX_ARGUMENT_DEPTH (measured before anything walks them); empty text is no arguments.
@@ -320,7 +313,7 @@ export function parseToolArguments(text: string): { ok: true; value: Record<stri
     return refuse('the arguments must be a JSON object');
   }
   if (!isObject(value)) return refuse('the arguments must be a JSON object');
-  if (depthOver(value, MAX_ARGUMENT_DEPTH)) return refuse(`arguments must not be nested deeper than ${MAX_ARGUMENT_DEPTH} levels`);
+  if (nestedDeeperThan(value, MAX_ARGUMENT_DEPTH)) return refuse(`arguments must not be nested deeper than ${MAX_ARGUMENT_DEPTH} levels`);
   return { ok: true, value };
 }
 
@@ -345,7 +338,7 @@ export function checkArguments(parameters: Record<string, unknown>, args: unknow
   const text = JSON.stringify(args);
   if (Buffer.byteLength(text) > MAX_ARGUMENT_BYTES) return { ok: false, error: `arguments must be at most ${MAX_ARGUMENT_BYTES / 1024} KiB`, field: 'arguments' };
   const copy = JSON.parse(text) as Record<string, unknown>;
-  if (depthOver(copy, MAX_ARGUMENT_DEPTH)) return { ok: false, error: `arguments must not be nested deeper than ${MAX_ARGUMENT_DEPTH} levels`, field: 'arguments' };
+  if (nestedDeeperThan(copy, MAX_ARGUMENT_DEPTH)) return { ok: false, error: `arguments must not be nested deeper than ${MAX_ARGUMENT_DEPTH} levels`, field: 'arguments' };
   let check = checks.get(prepared);
   if (!check) checks.set(prepared, (check = new CheckCompiler(prepared).compile(prepared.root, true)));
   const run = new Run();

@@ -1,5 +1,5 @@
 import { MAX_TEST_UNITS, type LinearPattern } from './linear-pattern.js';
-import { MAX_SCHEMA_CHECKS } from './tool-schema.js';
+import { isObject, MAX_SCHEMA_CHECKS } from './tool-schema.js';
 
 /**
  * One argument check's state (lib/agents/tools/arguments-check.ts): its budgets, where it is in
@@ -16,8 +16,6 @@ export type Path = readonly (string | number)[];
 
 /** A subschema as a closure: whether `data` passes (the run records the first failure). */
 export type Check = (data: unknown, run: Run) => boolean;
-
-export const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Thrown through the walk when a budget is spent: the check ends at once. */
 export class TooCostly extends Error {

@@ -1,3 +1,5 @@
+import { nestedDeeperThan } from './tool-schema.js';
+
 /**
  * The `{placeholders}` of an action's request (contract.md § Agent actions, § Tools that
  * cannot be turned against us): `{param}` takes a model's argument; `{customer.id}`,
@@ -56,16 +58,11 @@ export function checkActionUrl(url: string, parameterNames: readonly string[]): 
   return null;
 }
 
-function depthOf(value: unknown, depth = 0): number {
-  if (value === null || typeof value !== 'object') return depth;
-  return Math.max(depth + 1, ...Object.values(value).map((v) => depthOf(v, depth + 1)));
-}
-
 /** Null when `template` is a JSON body template whose placeholders are parameters or caller placeholders; else why not. */
 export function checkBodyTemplate(template: Record<string, unknown>, parameterNames: readonly string[]): string | null {
   const text = JSON.stringify(template);
   if (Buffer.byteLength(text) > MAX_BODY_TEMPLATE_BYTES) return `must be at most ${MAX_BODY_TEMPLATE_BYTES / 1024} KiB`;
-  if (depthOf(template) > MAX_BODY_TEMPLATE_DEPTH) return `must not be nested deeper than ${MAX_BODY_TEMPLATE_DEPTH} levels`;
+  if (nestedDeeperThan(template, MAX_BODY_TEMPLATE_DEPTH)) return `must not be nested deeper than ${MAX_BODY_TEMPLATE_DEPTH} levels`;
   const known = new Set(parameterNames);
   const strings: string[] = [];
   const collect = (v: unknown): void => {

@@ -61,7 +61,7 @@ const BOUNDS = ['maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum'];
 const IN_PLACE = ['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else'];
 
 const escapeToken = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const isSchema = (v: unknown): v is Schema => typeof v === 'boolean' || isObject(v);
 const isCount = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
 const isStringList = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === 'string');
@@ -69,7 +69,7 @@ const isStringList = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s
 interface Node {
   schema: Schema;
   at: string;
-  /** Checks the node costs on one value besides its subschemas: 1, plus what `enum` and `const` compare. */
+  /** Checks the node costs on one value besides its subschemas: 1, plus what `enum` and `const` compare value by value. */
   weight: number;
   inPlace: number[];
   properties: Map<string, number>;
@@ -94,14 +94,12 @@ function valuesIn(v: unknown): number {
   return 1;
 }
 
-function depthOf(value: unknown, depth = 0): number {
-  if (value === null || typeof value !== 'object') return depth;
-  let deepest = depth + 1;
-  for (const v of Object.values(value)) {
-    deepest = Math.max(deepest, depthOf(v, depth + 1));
-    if (deepest > MAX_SCHEMA_DEPTH) break;
-  }
-  return deepest;
+/** Whether a JSON value holds objects or lists more than `levels` deep (it stops looking there). */
+export function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (levels === 0) return true;
+  for (const v of Object.values(value)) if (nestedDeeperThan(v, levels - 1)) return true;
+  return false;
 }
 
 /** Reads a schema's nodes, checking each keyword's value; `$ref`s are resolved once all nodes are known. */
@@ -131,7 +129,8 @@ class SchemaReader {
         if (types.length === 0 || !types.every((t) => typeof t === 'string' && TYPES.has(t)) || new Set(types).size !== types.length) fail(keyword, `must be one of ${[...TYPES].join(', ')}, or a list of them`);
       } else if (keyword === 'enum') {
         if (!Array.isArray(value)) fail(keyword, 'must be a list');
-        node.weight += valuesIn(value);
+        // Scalars are one look-up in a set; objects and lists are compared value by value.
+        node.weight += (value as unknown[]).reduce((n: number, v) => n + (v !== null && typeof v === 'object' ? valuesIn(v) : 0), 1);
       } else if (keyword === 'const') node.weight += valuesIn(value);
       else if (keyword === 'multipleOf') {
         if (typeof value !== 'number' || !(value > 0)) fail(keyword, 'must be a number greater than 0');
@@ -337,7 +336,7 @@ export function prepareToolSchema(schema: unknown): PreparedSchema {
   if (!isObject(schema)) throw new SchemaRefusal('type', '', 'must be "object": the arguments are a JSON object');
   if (schema.type !== 'object') throw new SchemaRefusal('type', '', 'must be "object": the arguments are a JSON object');
   if (Buffer.byteLength(JSON.stringify(schema)) > MAX_SCHEMA_BYTES) throw new SchemaRefusal('schema', '', `must be at most ${MAX_SCHEMA_BYTES / 1024} KiB`);
-  if (depthOf(schema) > MAX_SCHEMA_DEPTH) throw new SchemaRefusal('schema', '', `must not be nested deeper than ${MAX_SCHEMA_DEPTH} levels`);
+  if (nestedDeeperThan(schema, MAX_SCHEMA_DEPTH)) throw new SchemaRefusal('schema', '', `must not be nested deeper than ${MAX_SCHEMA_DEPTH} levels`);
   const reader = new SchemaReader();
   const root = reader.read(schema, '');
   const refs = new Map<string, Schema>();
