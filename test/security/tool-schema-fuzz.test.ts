@@ -10,17 +10,18 @@ import { seededRandom } from '../support/random.js';
  * FUZZ_SECONDS (60 by default, as the issue asks), each checked by the policy and, when it
  * passes, against arguments made for it: ordinary ones and ones as large and as costly as 16
  * KiB allow. No policy check and no argument check may take more than 5 ms (issue #41). A
- * check that reads slower is timed twice more and judged by its best time: what the code
- * costs, not a pause of the machine's. FUZZ_SEED replays a run.
+ * check that reads slower is timed up to four more times and judged by its best time: what the
+ * code costs, not a pause of the machine's (a collection, another test file's process on the
+ * core). FUZZ_SEED replays a run.
  */
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 60);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 const LIMIT_MS = 5;
 
-/** The best time of `work` (a second and third run only when the first is over the limit). */
+/** The best time of `work` (more runs only while it reads over the limit). */
 function bestMs(work: () => unknown): number {
   let best = Infinity;
-  for (let i = 0; i < 3 && best > LIMIT_MS; i++) {
+  for (let i = 0; i < 5 && best > LIMIT_MS; i++) {
     const started = performance.now();
     work();
     best = Math.min(best, performance.now() - started);
@@ -62,5 +63,5 @@ t.test(`random tool schemas and arguments for ${SECONDS} s (seed ${SEED}): no ch
     if (schemas % 200 === 0) await new Promise(setImmediate);
   }
   t.ok(schemas > 1000 || SECONDS < 5, `${schemas} schemas (${refused} refused by the policy), ${checks} argument checks`);
-  t.same(slow.slice(0, 10), [], `the slowest took ${slowest.ms.toFixed(2)} ms (${slowest.what})`);
+  t.same(slow.slice(0, 10), [], `the slowest reading: ${slowest.ms.toFixed(2)} ms (${slowest.what})`);
 });
