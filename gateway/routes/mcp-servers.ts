@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { listMcpTools, McpServerError } from '../../lib/agents/tools/mcp-client.js';
+import { listMcpTools, McpServerError, offeredSchema } from '../../lib/agents/tools/mcp-client.js';
+import { toolSchemaProblem } from '../../lib/agents/tools/tool-schema.js';
 import { MCP_SERVER_NAME_PATTERN, offeredToolName } from '../../lib/agents/tools/tool-names.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../../lib/agents/tools/action-request.js';
 import { guardForUrl } from '../../lib/address-guard.js';
@@ -50,6 +51,7 @@ const createBody = withPatternWords(
 );
 const patchBody = withPatternWords(bodyValidator<McpServerInput>({ title: 'McpServerPatch', type: 'object', additionalProperties: false, properties }), PATTERN_WORDS);
 
+/** A server as answers show it; a tool listed before the schema policy is judged by it here, as the worker judges it. */
 const view = (s: AgentMcpServer) => ({
   id: s.id,
   agentId: s.agentId,
@@ -58,7 +60,7 @@ const view = (s: AgentMcpServer) => ({
   headers: maskedHeaders(s.headersSealed),
   timeoutMs: s.timeoutMs,
   status: s.status,
-  tools: s.tools.map((t) => ({ name: t.name, description: t.description, offeredAs: offeredToolName(s.name, t.name), idempotent: t.idempotent, refused: t.refused ?? null })),
+  tools: s.tools.map((t) => ({ name: t.name, description: t.description, offeredAs: offeredToolName(s.name, t.name), idempotent: t.idempotent, refused: t.refused ?? toolSchemaProblem(offeredSchema(t.inputSchema)) })),
   lastError: s.lastError,
   checkedAt: s.checkedAt ? s.checkedAt.toISOString() : null,
   createdAt: s.createdAt.toISOString(),

@@ -3,6 +3,7 @@ import { startActionApiStub } from '../support/action-api-stub.js';
 import { startMcpStub } from '../support/mcp-stub.js';
 import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
+import { sql } from '../support/worker.js';
 
 /**
  * A hostile tenant's tools against the gateway (contract.md § Tools that cannot be turned
@@ -121,6 +122,12 @@ t.test("an MCP tool whose pattern backtracks, called in an evaluation with 28 a'
   t.match(told, Array(3).fill(/invalid arguments: arguments\.code must match pattern/), 'the model was told its arguments do not match');
   t.ok(slowestMs < HEALTHZ_MS, `/healthz answered within ${slowestMs.toFixed(1)} ms (4.6 s before)`);
   t.equal(mcp.calls.length, 0, 'the MCP server got no call');
+
+  // A tool listed before the policy, with a schema it refuses: shown as refused until the server is checked again.
+  const old = [{ name: 'legacy', description: 'x', idempotent: true, inputSchema: { type: 'object', properties: { code: { type: 'string', pattern: '(?=x)' } } } }];
+  await sql(svc.orm, 'update agent_mcp_servers set tools = ? where id = ?', [JSON.stringify(old), server.body.mcpServer.id]);
+  const shown = await svc.api('GET', `/api/agents/${agent.id}/mcp-servers/${server.body.mcpServer.id}`, { token });
+  t.match(shown.body.mcpServer.tools, [{ name: 'legacy', refused: /^"pattern" at \/properties\/code .*lookahead/ }]);
 });
 
 t.test('a plain pattern is accepted; a header value HTTP cannot carry is refused at once', async (t) => {
