@@ -6,7 +6,7 @@ import { attachActiveTrace, tracing } from '../lib/tracing.js';
 import { collectedText } from '../machines/conversation.js';
 import { ModelCallCancelled } from '../lib/agents/openai-model.js';
 import type { AgentOutput, AgentRunner, AnswerRoute } from './agents/types.js';
-import { Batcher } from './batcher.js';
+import { Batcher } from '../lib/batcher.js';
 import type { FairSlots, Slot } from './fair-slots.js';
 import type { ItemResult, Lane } from './lanes.js';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,5 +1,6 @@
-import { AckPolicy, DeliverPolicy, JetStreamError, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, JetStreamError, type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '../lib/logger.js';
+import { leaveServerWithoutJetStream, type NatsConnection } from '../lib/nats.js';
 import type { StreamNames } from '../lib/streams.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { ConversationHost } from './host.js';
@@ -82,16 +83,14 @@ export async function ensurePartitionConsumer(jsm: JetStreamManager, names: Stre
     ack_wait: ms(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     max_ack_pending: options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
   };
-  // Messages a previous owner fetched and never acknowledged (it was killed, or lost its lease)
-  // would come back only after ack_wait, behind newer messages of the same conversations:
-  // recreate the consumer so they come first, in stream order. The stream is a work queue
-  // (acknowledged messages are gone), so nothing acknowledged is delivered again.
-  try {
-    const info = await jsm.consumers.info(names.inboundStream, config.durable_name);
-    if (info.num_ack_pending > 0) await jsm.consumers.delete(names.inboundStream, config.durable_name);
-  } catch {
-    /* no such consumer yet */
-  }
+  // Recreated at every acquisition, so that it offers, first and in stream order, all the stream
+  // still holds of the partition: messages a previous owner fetched and never acknowledged (it
+  // was killed, or lost its lease; they would come back only after ack_wait, behind newer ones
+  // of the same conversations), and messages below the consumer's ack floor, which it would
+  // never offer again (a nats-server that reset its cluster state can leave a consumer's floor
+  // past messages the stream still holds). The stream is a work queue: acknowledged messages
+  // are gone, so nothing acknowledged is delivered again.
+  await jsm.consumers.delete(names.inboundStream, config.durable_name).catch(() => false);
   try {
     await jsm.consumers.add(names.inboundStream, config);
   } catch (err) {
@@ -113,14 +112,24 @@ export class PartitionConsumer {
   readonly #o: Required<Omit<ConsumerOptions, 'intake'>>;
   readonly #intake: Intake;
   readonly #inflight = new Map<JsMsg, Promise<void>>();
+  /** The envelopes in flight by `integrationId\nidempotencyKey` (copies of one envelope counted). */
+  readonly #inflightKeys = new Map<string, number>();
   /** Resolves the loop's wait for a free slot; set only while the loop waits. */
   #slotWaiter: (() => void) | null = null;
   #stopping = false;
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
+  readonly #recover: (() => Promise<void>) | null;
+  readonly #nc: NatsConnection | null;
 
-  constructor(deps: { js: JetStreamClient; names: StreamNames; host: ConversationHost; logger: Logger; intake?: Intake }, partition: number, options: ConsumerOptions = {}) {
+  /**
+   * `recover`: makes the stream and this partition's consumer exist again (a cluster that
+   * reset its state, an operator's delete); called when the consumer is found missing.
+   */
+  constructor(deps: { js: JetStreamClient; names: StreamNames; host: ConversationHost; logger: Logger; intake?: Intake; recover?: () => Promise<void>; nc?: NatsConnection }, partition: number, options: ConsumerOptions = {}) {
     this.partition = partition;
+    this.#nc = deps.nc ?? null;
+    this.#recover = deps.recover ?? null;
     this.#js = deps.js;
     this.#names = deps.names;
     this.#host = deps.host;
@@ -149,18 +158,13 @@ export class PartitionConsumer {
   }
 
   async #run(): Promise<void> {
-    let consumer: Awaited<ReturnType<JetStreamClient['consumers']['get']>> | null = null;
-    while (!consumer) {
-      if (this.#stopping) return;
-      try {
-        consumer = await this.#js.consumers.get(this.#names.inboundStream, this.#names.partitionConsumer(this.partition));
-      } catch (err) {
-        this.#logger.warn({ err: (err as Error).message }, 'consumer: cannot reach the partition consumer; retrying');
-        await sleep(500);
-      }
-    }
+    let consumer: Consumer | null = null;
     const limit = Math.max(1, this.#o.maxAckPending - 1);
     while (!this.#stopping) {
+      if (!consumer) {
+        consumer = await this.#consumer();
+        continue;
+      }
       const room = Math.min(this.#o.fetchBatch, limit - this.#inflight.size, this.#intake.free);
       if (room <= 0) {
         await this.#freeSlot();
@@ -180,10 +184,32 @@ export class PartitionConsumer {
       } catch (err) {
         if (this.#stopping) break;
         this.#logger.warn({ err: (err as Error).message }, 'consumer: fetch failed; retrying');
+        if (this.#nc) leaveServerWithoutJetStream(this.#nc, err, this.#logger);
         // The server answered (a stale pull whose heartbeats were missed, a consumer recreated
-        // by a new owner, a leader that moved): retried at once; NATS away: after a pause.
-        if (!(err instanceof JetStreamError)) await sleep(500);
+        // by a new owner or deleted by a reset, a leader that moved): looked up again at once,
+        // and made again when it is gone; NATS away: after a pause.
+        if (err instanceof JetStreamError) consumer = null;
+        else await sleep(500);
       }
+    }
+  }
+
+  /** The partition's consumer, made again when it is gone (null after a failed attempt, retried by the loop after a pause). */
+  async #consumer(): Promise<Consumer | null> {
+    try {
+      return await this.#js.consumers.get(this.#names.inboundStream, this.#names.partitionConsumer(this.partition));
+    } catch (err) {
+      if (this.#stopping) return null;
+      const gone = err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound);
+      if (gone && this.#recover) {
+        this.#logger.warn('consumer: the partition consumer is gone; making it again');
+        await this.#recover().catch((again: unknown) => this.#logger.warn({ err: (again as Error).message }, 'consumer: could not make the partition consumer again; retrying'));
+      } else {
+        this.#logger.warn({ err: (err as Error).message }, 'consumer: cannot reach the partition consumer; retrying');
+        if (this.#nc) leaveServerWithoutJetStream(this.#nc, err, this.#logger);
+      }
+      await sleep(500);
+      return null;
     }
   }
 
@@ -198,6 +224,8 @@ export class PartitionConsumer {
       return;
     }
     this.#intake.take();
+    const key = `${env.integrationId}\n${env.idempotencyKey}`;
+    this.#inflightKeys.set(key, (this.#inflightKeys.get(key) ?? 0) + 1);
     // The envelope's span, child of the publisher's (the `traceparent` header), until its ack or nak.
     const span = !tracing.enabled ? undefined : startSpan('inbound process', {
       kind: SpanKind.CONSUMER,
@@ -220,12 +248,20 @@ export class PartitionConsumer {
     );
     const tracked = done.finally(() => {
       this.#inflight.delete(m);
+      const copies = (this.#inflightKeys.get(key) ?? 1) - 1;
+      if (copies > 0) this.#inflightKeys.set(key, copies);
+      else this.#inflightKeys.delete(key);
       this.#intake.give();
       const wake = this.#slotWaiter;
       this.#slotWaiter = null;
       wake?.();
     });
     this.#inflight.set(m, tracked);
+  }
+
+  /** Whether this consumer holds the envelope in flight now (fetched, not yet acked or nak'ed). */
+  has(integrationId: number, idempotencyKey: string): boolean {
+    return this.#inflightKeys.has(`${integrationId}\n${idempotencyKey}`);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { reserveCredits, type CreditAdmission, type Reservation, type ReservationRequest } from '../lib/credit.js';
 import type { SqlPool } from '../lib/db.js';
-import { Batcher } from './batcher.js';
+import { Batcher } from '../lib/batcher.js';
 
 /**
  * The worker's admission of model calls by credit (lib/credit.ts reserves):

@@ -1,27 +1,31 @@
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
-import type { KV } from '@nats-io/kv';
+import type { SqlPool } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import type { NatsConnection } from '../lib/nats.js';
-import { ensureKvBucket, type StreamNames } from '../lib/streams.js';
+import { claimLeases, releaseLease, removePresence, renewLeases, renewPresence, type LeaseView } from './tables/partition-leases.js';
 
 /**
- * Partition ownership through leases in a NATS KV bucket (works on nats-server 2.9):
- * - key `p.<n>` holds the owner's worker id: `create` = claim (fails when someone holds it),
- *   `update(key, value, revision)` = renew (fails when someone else took it meanwhile);
- * - key `w.<workerId>` is the worker's presence, renewed the same way;
- * - the bucket's TTL (max_age) removes the keys of a worker that stopped renewing, so its
- *   partitions become claimable within `ttlMs`.
+ * Partition ownership through leases in PostgreSQL (actors/tables/partition-leases.ts):
+ * - a row per partition holds its owner, the epoch of the claim and when the lease runs out
+ *   (by the database's clock); a claim takes a partition nobody owns or whose lease ran out,
+ *   a renewal moves the expiry of the partitions still ours (owner and epoch unchanged);
+ * - a row per worker is its presence, renewed the same way; an expired one counts no more;
+ * - a partition whose row went missing (someone emptied the table) while other workers were
+ *   around is held back for a lease's length before anyone claims it: its last owner may use
+ *   it until its next renewal finds the row gone. A worker that has seen no other claims
+ *   missing rows at once (a new deployment).
  * Every worker aims at its fair share ceil(partitions / live workers): below it, it claims
  * free partitions; above it (a worker joined), it releases the surplus after draining it.
  * A worker that could not renew for longer than ttlMs - renewMs stops using the partition on
  * its own, before anyone else can claim it.
  *
- * Fencing: each acquisition has an epoch, the KV revision of the claim. Revisions only grow,
- * so a later owner always has a larger epoch; outbox rows carry the epoch under which they
- * were sent (actors/outbox/sender.ts). A lease counts as valid only until ttlMs - a safety
- * margin after the start of its last successful renewal, by this process's own clock: a
- * process that was stalled (SIGSTOP, a long GC pause) finds its leases invalid when it
- * resumes, before its first renewal even fails, and sends nothing under them.
+ * Fencing: each acquisition has an epoch from a PostgreSQL sequence, so a later owner always
+ * has a larger one. (The leases lived in a NATS KV bucket before; a cluster that reset its
+ * state emptied the bucket and its revisions, the epochs, started again from 1: two owners at
+ * once and orphaned outboxes.) Outbox rows carry the epoch under which they were sent
+ * (actors/outbox/sender.ts). A lease counts as valid only until ttlMs - a safety margin after
+ * the start of its last successful renewal, by this process's own clock: the database set the
+ * expiry later than that start, so a process that was stalled (SIGSTOP, a long GC pause)
+ * finds its leases invalid when it resumes, before its first renewal even fails, and sends
+ * nothing under them.
  */
 export interface LeaseHandlers {
   /** Start consuming partition p (called once per acquisition). */
@@ -33,20 +37,22 @@ export interface LeaseHandlers {
 export interface LeaseOptions {
   ttlMs?: number;
   renewMs?: number;
-  /** Replicas of the lease bucket (NATS_REPLICAS). */
-  replicas?: number;
+  /**
+   * Whether this worker can do the partitions' work now (its NATS connection is up): leases are
+   * renewed only then, so a worker cut off from NATS lets its partitions go to one that is not.
+   */
+  canWork?: () => boolean;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 export const DEFAULT_LEASE_RENEW_MS = 1_000;
-/** A lease stops being used this long before the KV bucket could expire it (clock drift, slow renewals). */
+/** A lease stops being used this long before another worker could claim it (clock drift, slow renewals). */
 const VALIDITY_MARGIN_MS = 1_000;
 
 interface Held {
-  /** The revision of the claim: the fencing token of this ownership. */
+  /** The claim's number from the epoch sequence: the fencing token of this ownership. */
   epoch: number;
-  revision: number;
-  /** When the last successful renewal (or the claim) was sent: the KV key lives ttlMs from then at the latest. */
+  /** When the last successful renewal (or the claim) was sent: the lease lasts ttlMs from then at the latest. */
   renewedAt: number;
   releasing: boolean;
 }
@@ -58,34 +64,34 @@ export interface OwnedPartition {
 }
 
 export class PartitionLeases {
-  readonly #names: StreamNames;
+  readonly #sql: SqlPool;
   readonly #partitions: number;
   readonly #workerId: string;
   readonly #logger: Logger;
   readonly #handlers: LeaseHandlers;
   readonly #ttlMs: number;
   readonly #renewMs: number;
-  readonly #replicas: number;
-  readonly #nc: NatsConnection;
-  #kv: KV | null = null;
+  readonly #canWork: () => boolean;
   readonly #held = new Map<number, Held>();
-  #presenceRev = 0;
+  #started = false;
+  /** When this worker last saw another live worker (0: never). */
+  #sawOthersAt = 0;
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
   #closed = false;
   /** No new partitions are claimed (an orderly stop has begun); held ones are still renewed. */
   #frozen = false;
 
-  constructor(nc: NatsConnection, names: StreamNames, partitions: number, workerId: string, logger: Logger, handlers: LeaseHandlers, options: LeaseOptions = {}) {
-    this.#nc = nc;
-    this.#names = names;
+  /** `sql`: a pool of the leases' own, so that a renewal never waits behind the message path's statements. */
+  constructor(sql: SqlPool, partitions: number, workerId: string, logger: Logger, handlers: LeaseHandlers, options: LeaseOptions = {}) {
+    this.#sql = sql;
     this.#partitions = partitions;
     this.#workerId = workerId;
     this.#logger = logger;
     this.#handlers = handlers;
     this.#ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     this.#renewMs = options.renewMs ?? DEFAULT_LEASE_RENEW_MS;
-    this.#replicas = options.replicas ?? 1;
+    this.#canWork = options.canWork ?? (() => true);
   }
 
   /** Partitions this worker consumes now (sorted). */
@@ -124,7 +130,7 @@ export class PartitionLeases {
   }
 
   async start(): Promise<void> {
-    this.#kv = await ensureKvBucket(this.#nc, this.#names.leaseBucket, { ttlMs: this.#ttlMs, history: 1, replicas: this.#replicas });
+    this.#started = true;
     await this.#tick();
     this.#schedule();
   }
@@ -140,104 +146,97 @@ export class PartitionLeases {
   }
 
   async #tick(): Promise<void> {
-    const kv = this.#kv;
-    if (!kv || this.#closed) return;
-    try {
-      await this.#renewPresence(kv);
-    } catch (err) {
-      this.#logger.warn({ err }, 'lease: presence renewal failed');
-    }
-    await this.#renewAll(kv);
-    if (this.#closed) return;
-    let workers: number;
-    try {
-      workers = await this.#liveWorkers(kv);
-    } catch (err) {
-      this.#logger.warn({ err }, 'lease: cannot list workers');
+    if (!this.#started || this.#closed) return;
+    if (!this.#canWork()) {
+      this.#dropStale('cannot work (NATS unreachable)');
       return;
     }
+    await this.#renewAll();
+    if (this.#closed) return;
+    let view: LeaseView;
+    try {
+      view = await renewPresence(this.#sql, this.#workerId, this.#ttlMs);
+    } catch (err) {
+      this.#logger.warn({ err }, 'lease: presence renewal failed');
+      return;
+    }
+    if (view.live > 1) this.#sawOthersAt = Date.now();
     if (this.#frozen) return;
-    const fair = Math.ceil(this.#partitions / Math.max(1, workers));
+    const fair = Math.ceil(this.#partitions / view.live);
     const owned = this.owned();
     if (owned.length > fair) {
       // Release the surplus (highest numbers first) in the background: renewals go on meanwhile.
       for (const p of owned.slice(fair).reverse()) void this.#release(p, 'rebalance');
       return;
     }
-    if (owned.length < fair) await this.#claim(kv, fair - owned.length);
+    if (owned.length < fair) await this.#claim(view, fair - owned.length);
   }
 
-  async #renewPresence(kv: KV): Promise<void> {
-    const key = `w.${this.#workerId}`;
-    if (this.#presenceRev > 0) {
-      try {
-        this.#presenceRev = await kv.update(key, this.#workerId, this.#presenceRev);
-        return;
-      } catch {
-        /* expired or lost: create again */
+  async #renewAll(): Promise<void> {
+    // Partitions being released too: their work in flight finishes under the lease.
+    const held = [...this.#held.entries()];
+    if (held.length === 0) return;
+    // The database sets the new expiry after this moment.
+    const sentAt = Date.now();
+    let ours: Set<number>;
+    try {
+      ours = await renewLeases(this.#sql, this.#workerId, this.#ttlMs, held.map(([partition, h]) => ({ partition, epoch: h.epoch })));
+    } catch (err) {
+      this.#logger.warn({ err }, 'lease: renewal failed');
+      this.#dropStale('renewals failed');
+      return;
+    }
+    for (const [p, h] of held) {
+      if (ours.has(p)) h.renewedAt = sentAt;
+      else {
+        // Someone else claimed it after our lease ran out, or the row is gone: it is not ours.
+        this.#logger.warn({ partition: p }, 'lease: lost partition');
+        void this.#release(p, 'lost');
       }
     }
-    try {
-      this.#presenceRev = await kv.create(key, this.#workerId);
-    } catch {
-      const e = await kv.get(key);
-      if (e && e.operation === 'PUT') this.#presenceRev = await kv.update(key, this.#workerId, e.revision);
+  }
+
+  /** Gives up the partitions not renewed for so long that another worker may claim them soon. */
+  #dropStale(why: string): void {
+    for (const [p, h] of this.#held) {
+      if (!h.releasing && Date.now() - h.renewedAt > this.#ttlMs - this.#renewMs) {
+        this.#logger.warn({ partition: p, why }, 'lease: lost partition (not renewed in time)');
+        void this.#release(p, 'lost');
+      }
     }
   }
 
-  async #renewAll(kv: KV): Promise<void> {
-    await Promise.all(
-      [...this.#held.entries()].map(async ([p, h]) => {
-        // The key lives ttlMs from the server's write, which is after this moment.
-        const sentAt = Date.now();
-        try {
-          h.revision = await kv.update(`p.${p}`, this.#workerId, h.revision);
-          h.renewedAt = sentAt;
-        } catch (err) {
-          const stale = Date.now() - h.renewedAt > this.#ttlMs - this.#renewMs;
-          // Someone else wrote the key since our renewal: it is theirs now.
-          const lost = err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
-          if (lost || stale) {
-            this.#logger.warn({ partition: p, err: (err as Error).message }, 'lease: lost partition');
-            void this.#release(p, 'lost');
-          }
-        }
-      }),
-    );
-  }
-
-  async #liveWorkers(kv: KV): Promise<number> {
-    let n = 0;
-    for await (const _k of await kv.keys('w.*')) n++;
-    return n;
-  }
-
-  async #claim(kv: KV, wanted: number): Promise<void> {
+  async #claim({ taken }: LeaseView, wanted: number): Promise<void> {
     // Start at an offset of our own so workers do not all race for partition 0.
     const start = hashOf(this.#workerId) % this.#partitions;
-    for (let i = 0; i < this.#partitions && wanted > 0 && !this.#closed && !this.#frozen; i++) {
+    const candidates: number[] = [];
+    for (let i = 0; i < this.#partitions && candidates.length < wanted; i++) {
       const p = (start + i) % this.#partitions;
-      if (this.#held.has(p)) continue;
-      let revision: number;
-      const sentAt = Date.now();
-      try {
-        revision = await kv.create(`p.${p}`, this.#workerId);
-      } catch {
-        continue; // held by someone else
-      }
+      if (!this.#held.has(p) && !taken.has(p)) candidates.push(p);
+    }
+    if (candidates.length === 0) return;
+    const sentAt = Date.now();
+    let claimed: { partition: number; epoch: number }[];
+    try {
+      const alone = this.#sawOthersAt === 0 || Date.now() - this.#sawOthersAt > this.#ttlMs;
+      claimed = await claimLeases(this.#sql, this.#workerId, this.#ttlMs, candidates, alone);
+    } catch (err) {
+      this.#logger.warn({ err }, 'lease: claim failed');
+      return;
+    }
+    for (const { partition: p, epoch } of claimed) {
       if (this.#closed || this.#frozen) {
-        await kv.delete(`p.${p}`, { previousSeq: revision }).catch(() => {});
-        return;
+        await releaseLease(this.#sql, this.#workerId, p, epoch).catch(() => {});
+        continue;
       }
-      this.#held.set(p, { epoch: revision, revision, renewedAt: sentAt, releasing: false });
-      wanted--;
+      this.#held.set(p, { epoch, renewedAt: sentAt, releasing: false });
       try {
         await this.#handlers.acquire(p);
-        this.#logger.info({ partition: p, worker: this.#workerId }, 'lease: acquired partition');
+        this.#logger.info({ partition: p, worker: this.#workerId, epoch }, 'lease: acquired partition');
       } catch (err) {
         this.#logger.error({ err, partition: p }, 'lease: could not start partition; releasing it');
         this.#held.delete(p);
-        await kv.delete(`p.${p}`, { previousSeq: revision }).catch(() => {});
+        await releaseLease(this.#sql, this.#workerId, p, epoch).catch(() => {});
       }
     }
   }
@@ -252,15 +251,13 @@ export class PartitionLeases {
       this.#logger.error({ err, partition: p }, 'lease: release handler failed');
     }
     this.#held.delete(p);
-    if (why !== 'lost' && this.#kv) {
-      await this.#kv.delete(`p.${p}`, { previousSeq: h.revision }).catch(() => {});
-    }
+    if (why !== 'lost') await releaseLease(this.#sql, this.#workerId, p, h.epoch).catch(() => {});
     this.#logger.info({ partition: p, worker: this.#workerId, why }, 'lease: released partition');
   }
 
   /**
    * Drains and releases every partition (renewals go on meanwhile, so work finishing under a
-   * lease still holds it), then stops renewing and removes the presence key.
+   * lease still holds it), then stops renewing and removes the presence row.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -271,7 +268,7 @@ export class PartitionLeases {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     await this.#ticking;
-    if (this.#kv && this.#presenceRev > 0) await this.#kv.delete(`w.${this.#workerId}`, { previousSeq: this.#presenceRev }).catch(() => {});
+    if (this.#started) await removePresence(this.#sql, this.#workerId).catch(() => {});
   }
 }
 

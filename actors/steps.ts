@@ -12,7 +12,7 @@ import { collectedText } from '../machines/conversation.js';
 import type { AgentOutput, ConversationEvent, ToolCallRecord } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { AgentInputForRunner, AgentRunner, AnswerRoute } from './agents/types.js';
-import { Batcher } from './batcher.js';
+import { Batcher } from '../lib/batcher.js';
 import { Plan } from './plan.js';
 import { conversations, lockedConversations, openConversations, type ConversationRow } from './tables/conversations.js';
 import { reserveMessageIds } from './tables/messages.js';
@@ -31,7 +31,7 @@ import { insertReceipts, type NewReceipt } from './tables/receipts.js';
  *   after → replies inserted already claimed handed to the outbox sender, the conversations'
  *           notices published, new webchat sessions announced.
  *
- * Steps of many conversations are group-committed (actors/batcher.ts): those that arrive while
+ * Steps of many conversations are group-committed (lib/batcher.ts): those that arrive while
  * a transaction runs go into the next one, taken in turn by company. What a step leaves to do
  * is decided once, from the state the machine is in after it (`next`): answer (the agent is
  * asked outside any transaction), collect (a debounce deadline to wait for), or resume (the

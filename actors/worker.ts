@@ -13,6 +13,7 @@ import { ensureStreams, streamNames } from '../lib/streams.js';
 import { SecretBox } from '../lib/secrets.js';
 import { sweepExpiredReservations } from '../lib/credit.js';
 import { VectorIndex } from '../lib/knowledge/vectors.js';
+import { AcceptedSweeper, type AcceptedSweeperOptions } from './accepted-sweeper.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import { CreditGate } from './credit-gate.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
@@ -33,9 +34,12 @@ export interface WorkerOptions {
   reservationSweepMs?: number;
   /** How often replays are looked for, their leases, how many one worker answers at once (actors/replays/runner.ts). */
   replay?: ReplayRunnerOptions;
+  /** How the webhooks accepted for the owned partitions are checked for having been taken (actors/accepted-sweeper.ts). */
+  accepted?: AcceptedSweeperOptions;
 }
 
 export const DEFAULT_RESERVATION_SWEEP_MS = 30_000;
+const LEASE_STATEMENT_TIMEOUT_MS = 3_000;
 
 export interface WorkerDeps {
   config: Config;
@@ -91,6 +95,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const credit = new CreditGate(quick);
   // The replays' own few connections: their statements never wait for a connection of the message path's, nor it for theirs.
   const replaySql = openSqlPool({ url: config.databaseUrl, poolMax: 4 });
+  // The leases' own connection: a renewal never waits for one of the message path's (a
+  // saturated pool would cost partitions); a statement stuck longer than a lease is pointless.
+  const leaseSql = openSqlPool({ url: config.databaseUrl, poolMax: 2, statementTimeoutMs: LEASE_STATEMENT_TIMEOUT_MS });
   // Bound once the host exists (the figures read it); a call cannot settle before.
   let metrics: WorkerMetrics | undefined;
   const observeModelCall: WorkerMetrics['observeModelCall'] = (seconds, outcome) => metrics?.observeModelCall(seconds, outcome);
@@ -105,19 +112,32 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
 
   const consumers = new Map<number, PartitionConsumer>();
+  // Leases are renewed only while NATS answers: a worker cut off from it lets its partitions go.
+  let natsAway = false;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') natsAway = true;
+      else if (s.type === 'reconnect') natsAway = false;
+    }
+  })().catch(() => {});
   // The handlers run from `leases.start()` on, when the host and the outbox sender exist.
   let host: ConversationHost;
   let outbox: OutboxSender;
   const leases = new PartitionLeases(
-    nc,
-    names,
+    leaseSql,
     config.partitions,
     workerId,
     logger,
     {
       acquire: async (p) => {
         await ensurePartitionConsumer(jsm, names, p, consumerOptions);
-        const consumer = new PartitionConsumer({ js, names, host, logger, intake }, p, consumerOptions);
+        const recover = async () => {
+          // Only its owner makes it again (a worker losing the partition is about to stop consuming it).
+          if (leases.epochOf(p) === null) return;
+          await ensureStreams(nc, names, { replicas: config.natsReplicas });
+          await ensurePartitionConsumer(jsm, names, p, consumerOptions);
+        };
+        const consumer = new PartitionConsumer({ js, names, host, logger, intake, recover, nc }, p, consumerOptions);
         consumers.set(p, consumer);
         consumer.start();
         // The previous owner's uncertain sends are reconciled at once, not after a claim expires.
@@ -136,7 +156,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         await outbox.drainPartition(p);
       },
     },
-    { replicas: config.natsReplicas, ...options.lease },
+    { canWork: () => !natsAway && !nc.isClosed(), ...options.lease },
   );
   outbox = new OutboxSender({ sql, nc, names, config, logger, leases }, options.outbox);
   const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
@@ -152,6 +172,18 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     options.replay,
   );
+  // What the gateways accepted for our partitions and no worker took (JetStream lost it) is published again.
+  const accepted = new AcceptedSweeper(
+    {
+      sql, jsm, names, publisher, leases, logger,
+      inFlight: (p, integrationId, key) => consumers.get(p)?.has(integrationId, key) ?? false,
+      // Its consumer's fetch then fails, and it reads the new consumer (actors/consumers.ts).
+      reoffer: async (p) => {
+        if (leases.epochOf(p) !== null) await ensurePartitionConsumer(jsm, names, p, consumerOptions);
+      },
+    },
+    options.accepted,
+  );
   const registry = deps.registry ?? new Registry();
   metrics = registerWorkerMetrics(registry, {
     jsm, names, sql, logger,
@@ -166,10 +198,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     await sql.end();
     await quick.end();
     await replaySql.end();
+    await leaseSql.end();
     throw err;
   }
   outbox.start();
   replays.start();
+  accepted.start();
   // Reservations of model calls whose process died hold credit until they expire; then any worker releases them.
   const sweep = async () => {
     try {
@@ -194,6 +228,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     close: () =>
       (closing ??= (async () => {
         clearInterval(sweeper);
+        await accepted.close();
         // Replays under way stop (their model calls aborted); another worker resumes them when their leases run out.
         await replays.close();
         // Partition by partition: intake stops, work in flight and its sends finish, the lease goes.
@@ -204,6 +239,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         await sql.end();
         await quick.end();
         await replaySql.end();
+        await leaseSql.end();
         logger.info('worker stopped');
       })()),
   };

@@ -4,6 +4,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, USAGE, type BenchArgs, type Section } from './lib/args.js';
 import { ROOT, useCodeRoot } from './lib/children.js';
+import { chaosComparisonRows } from './lib/chaos-measure.js';
 import { COMPARED, comparisonRows } from './lib/compare.js';
 import { benchNats, keepResources, runCleanups, RUN_ID } from './lib/env.js';
 import { ForeignLoad } from './lib/load.js';
@@ -11,6 +12,7 @@ import { note } from './lib/progress.js';
 import { startStandIn } from './lib/stand-in.js';
 import { runActions } from './sections/actions.js';
 import { runActors } from './sections/actors.js';
+import { runChaos } from './sections/chaos.js';
 import { runDrain, runScaleOut } from './sections/drain.js';
 import { runIngestion } from './sections/ingestion.js';
 import { runInbox } from './sections/inbox.js';
@@ -78,7 +80,10 @@ const runners: Record<Section, (ctx: BenchContext) => Promise<SectionResult>> = 
   inbox: runInbox,
   actions: runActions,
   replay: runReplay,
+  chaos: runChaos,
 };
+/** Sections --baseline runs twice: those with key figures (lib/compare.ts), and the chaos soak (lost / doubled side by side). */
+const comparedWithBaseline = (section: Section) => COMPARED.includes(section) || section === 'chaos';
 
 const startedAt = new Date();
 const loadBefore = loadavg();
@@ -101,7 +106,7 @@ try {
     try {
       // With --baseline, the other checkout's roles first, then this one's, in the same run.
       let before: SectionResult | null = null;
-      if (args.baseline && COMPARED.includes(section)) {
+      if (args.baseline && comparedWithBaseline(section)) {
         note(section, `baseline: the roles of ${args.baseline}`);
         useCodeRoot(resolve(args.baseline));
         try {
@@ -116,7 +121,7 @@ try {
       foreign.push(`${section} ${machine.foreignCores.toFixed(2)}`);
       if (before) rows.push(...before.rows.map((row) => ({ ...row, section: `${row.section} (baseline)` })));
       rows.push(...r.rows);
-      if (before) rows.push(...comparisonRows(section, before.data, r.data));
+      if (before) rows.push(...(section === 'chaos' ? chaosComparisonRows(before.data, r.data) : comparisonRows(section, before.data, r.data)));
       results[section] = {
         ...r.data,
         ...(before ? { baseline: { root: resolve(args.baseline!), ...before.data } } : {}),

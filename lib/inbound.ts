@@ -1,6 +1,7 @@
 import { jetstream, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import { ConnectionError, headers, NoRespondersError, RequestError, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { InboundEnvelope } from '../schema/envelope.js';
+import { leaveServerWithoutJetStream } from './nats.js';
 import { partitionOf, type StreamNames } from './streams.js';
 import { injectTraceContext, inSpan, SpanKind, tracing } from './tracing.js';
 
@@ -80,6 +81,8 @@ export interface PublishOptions {
   dedupSuffix?: string;
   /** Overrides the publisher's timeout for this call. */
   timeoutMs?: number;
+  /** `JSON.stringify(env)`, when the caller has it already. */
+  json?: string;
 }
 
 export interface InboundPublisher {
@@ -92,7 +95,7 @@ export function inboundPublisher(nc: NatsConnection, deps: { names: StreamNames;
   const timeoutMs = deps.timeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
   return {
     async publish(env, options = {}) {
-      const data = Buffer.from(JSON.stringify(env));
+      const data = Buffer.from(options.json ?? JSON.stringify(env));
       const maxPayload = nc.info?.max_payload;
       if (maxPayload && data.length > maxPayload) throw new EnvelopeTooLargeError(data.length, maxPayload);
       const partition = partitionOfEnvelope(env, deps.partitions);
@@ -109,7 +112,9 @@ export function inboundPublisher(nc: NatsConnection, deps: { names: StreamNames;
             return { duplicate: ack.duplicate, partition };
           } catch (err) {
             last = err;
-            if (!isTransientPublishError(err) || nc.isClosed()) break;
+            // A node whose JetStream is disabled: another node of the cluster may take it.
+            const moved = leaveServerWithoutJetStream(nc, err);
+            if ((!moved && !isTransientPublishError(err)) || nc.isClosed()) break;
             await new Promise((r) => setTimeout(r, Math.min(RETRY_PAUSE_MS, Math.max(0, deadline - Date.now()))));
           }
         }

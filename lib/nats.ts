@@ -1,8 +1,22 @@
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
 import { succeedsWithin } from './deadline.js';
 
 export type { NatsConnection };
+
+/**
+ * Older servers lose acknowledged messages: 2.9.x resets a stream's cluster state after a
+ * leader is killed, 2.10.20–2.10.22 could lose whole streams on a process crash (field notes).
+ */
+export const MIN_SAFE_NATS_SERVER = '2.10.23';
+
+/** True when a server's version (`2.9.10`, `2.10.27-RC.1`) is older than MIN_SAFE_NATS_SERVER. */
+export function isUnsafeNatsServer(version: string): boolean {
+  const [a, b] = [version, MIN_SAFE_NATS_SERVER].map((v) => v.split(/[.-]/, 3).map((n) => Number.parseInt(n, 10) || 0));
+  for (let i = 0; i < 3; i++) if (a![i] !== b![i]) return a![i]! < b![i]!;
+  return false;
+}
 
 /**
  * Connects to NATS; the first attempt fails fast (so a process can say NATS is down), after
@@ -22,6 +36,10 @@ export async function connectNats(url: string | readonly string[], name: string,
     noAsyncTraces: true,
   });
   if (logger) {
+    const version = nc.info?.version;
+    if (version && isUnsafeNatsServer(version)) {
+      logger.warn({ natsServer: version, minimum: MIN_SAFE_NATS_SERVER }, `nats-server ${version} is older than ${MIN_SAFE_NATS_SERVER}: it can lose acknowledged messages when a node fails or restarts (the service republishes what it accepted, but upgrade the server)`);
+    }
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect' || s.type === 'reconnect') logger.warn({ nats: s.type }, `NATS ${s.type}`);
@@ -35,4 +53,34 @@ export async function connectNats(url: string | readonly string[], name: string,
 export function pingNats(nc: NatsConnection, timeoutMs = 2000): Promise<boolean> {
   if (nc.isClosed()) return Promise.resolve(false);
   return succeedsWithin(() => nc.rtt(), timeoutMs);
+}
+
+/** How often one connection is moved at most. */
+const MOVE_EVERY_MS = 5_000;
+const movedAt = new WeakMap<NatsConnection, number>();
+
+/** True when `err` (or what caused it) says the server this client is connected to has no JetStream now. */
+export function isJetStreamDisabled(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    // nats.js throws its JetStreamNotEnabled without exporting the class: known by its name.
+    if (e.name === 'JetStreamNotEnabled') return true;
+    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.JetStreamNotEnabledForAccount) return true;
+  }
+  return false;
+}
+
+/**
+ * A node that disabled its JetStream (nats-server 2.9 does after a "critical write error")
+ * keeps its clients connected, and each of their JetStream calls fails there for as long as
+ * they stay: when `err` says so, this connection moves to another server of its cluster
+ * (at most every 5 s). Returns whether it did.
+ */
+export function leaveServerWithoutJetStream(nc: NatsConnection, err: unknown, logger?: Logger): boolean {
+  if (!isJetStreamDisabled(err) || nc.isClosed() || nc.getServers().length < 2) return false;
+  const now = Date.now();
+  if (now - (movedAt.get(nc) ?? 0) < MOVE_EVERY_MS) return true;
+  movedAt.set(nc, now);
+  logger?.warn({ server: nc.getServer() }, 'this NATS server has no JetStream now; moving to another server of the cluster');
+  void nc.reconnect().catch(() => {});
+  return true;
 }

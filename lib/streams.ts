@@ -1,5 +1,4 @@
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
 import { withinDeadline } from './deadline.js';
 import type { NatsConnection } from './nats.js';
 
@@ -26,8 +25,6 @@ export interface StreamNames {
   conversationEvents: (companyId: number, conversationId: number) => string;
   /** Wildcard of every conversationEvents subject of a company (the inbox's event stream). */
   companyConversationEvents: (companyId: number) => string;
-  /** KV bucket holding partition leases. */
-  leaseBucket: string;
 }
 
 export function streamNames(prefix: string): StreamNames {
@@ -41,7 +38,6 @@ export function streamNames(prefix: string): StreamNames {
     webchatOutbound: (integrationId, visitorId) => `${prefix}.webchat.out.${integrationId}.${visitorId}`,
     conversationEvents: (companyId, conversationId) => `${prefix}.conv.${companyId}.${conversationId}`,
     companyConversationEvents: (companyId) => `${prefix}.conv.${companyId}.*`,
-    leaseBucket: `${prefix}_leases`,
   };
 }
 
@@ -144,22 +140,6 @@ async function applyStreamConfig(jsm: JetStreamManager, name: string, current: S
   }
 }
 
-/**
- * Opens a KV bucket, creating it, and brings its stream to `replicas` and `ttlMs` when it
- * exists with others (a bucket is a stream named `KV_<bucket>`).
- */
-export async function ensureKvBucket(nc: NatsConnection, bucket: string, options: { ttlMs: number; history: number; replicas?: number }): Promise<KV> {
-  const replicas = options.replicas ?? 1;
-  const kv = await new Kvm(nc).create(bucket, { ttl: options.ttlMs, history: options.history, replicas });
-  const jsm = await jetstreamManager(nc, { timeout: STREAM_ADMIN_TIMEOUT_MS });
-  const stream = `KV_${bucket}`;
-  const { config } = await jsm.streams.info(stream);
-  const maxAge = options.ttlMs * 1_000_000;
-  const wanted = { num_replicas: replicas, max_age: maxAge };
-  if (differsFrom(config, wanted)) await applyStreamConfig(jsm, stream, config, wanted);
-  return kv;
-}
-
 export interface ReplicaReport {
   /** Replicas configured for it. */
   replicas: number;
@@ -176,7 +156,7 @@ export interface ReplicaReport {
 export async function replicaReport(nc: NatsConnection, names: StreamNames, expected: number): Promise<{ ok: boolean; expected: number; streams: Record<string, ReplicaReport> }> {
   const jsm = await jetstreamManager(nc);
   const streams: Record<string, ReplicaReport> = {};
-  for (const name of [names.inboundStream, `KV_${names.leaseBucket}`]) {
+  for (const name of [names.inboundStream]) {
     try {
       const info = await jsm.streams.info(name);
       const leader = info.cluster?.leader ?? null;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this): Node 24 (fetched from the npm
 # registry when the machine's node is older), the locked dependencies, Debian's Chromium for
-# the browser tests, PostgreSQL and NATS (started when installed but stopped), the type check,
-# then every test file; at the end the suite must have left no stream or bucket in NATS.
+# the browser tests, PostgreSQL and NATS (started when installed but stopped; NATS is
+# nats-server 2.10.23 or later, our own on 127.0.0.1:4223 when the machine's is older), the
+# type check, then every test file; at the end the suite must have left no stream or bucket
+# in NATS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/node.sh
@@ -19,10 +21,16 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
     exit 1
   fi
 fi
+# nats-server 2.10.23 or later (Debian 13's, fetched into .cache/, when the machine's is older):
+# older ones lose acknowledged messages when a cluster node fails.
+# shellcheck source=scripts/nats-server.sh
+. scripts/nats-server.sh
+ensure_nats_server
 # shellcheck source=scripts/services.sh
 . scripts/services.sh
 ensure_postgres
 ensure_nats
+describe_nats "$TEST_NATS_URL"
 npm run typecheck
 # Every test file removes what it creates in the shared NATS: compared before and after.
 leftovers=$(mktemp)

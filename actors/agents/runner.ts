@@ -17,7 +17,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import { tenantScope } from '../../lib/tenancy.js';
 import type { AgentOutput } from '../../schema/conversation.js';
 import { AgentSchema } from '../../schema/entities.js';
-import { Batcher } from '../batcher.js';
+import { Batcher } from '../../lib/batcher.js';
 import { query } from '../../lib/db.js';
 import { recentMessages } from '../tables/messages.js';
 import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPath, type AnswerRoute } from './types.js';

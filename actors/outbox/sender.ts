@@ -6,7 +6,7 @@ import type { NatsConnection } from '../../lib/nats.js';
 import type { StreamNames } from '../../lib/streams.js';
 import { inSpan, NO_PARENT, SpanKind, traceOf, tracing } from '../../lib/tracing.js';
 import { publishWebchatPush } from '../../lib/webchat-pushes.js';
-import { Batcher } from '../batcher.js';
+import { Batcher } from '../../lib/batcher.js';
 import type { OwnedPartition } from '../partitions.js';
 import { messageRowView } from '../plan.js';
 import type { MessageRow } from '../tables/messages.js';

@@ -2,8 +2,13 @@
  * Command-line flags of `npm run bench -- ...`. Every size has a default for the full run;
  * `--small` swaps in sizes that finish in about a minute (for development).
  */
-export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox', 'actions', 'replay'] as const;
+export const SECTIONS = ['ingress', 'drain', 'latency', 'actors', 'scaleout', 'webchat', 'knowledge', 'ingestion', 'replicas', 'models', 'trust', 'trip', 'inbox', 'actions', 'replay', 'chaos'] as const;
 export type Section = (typeof SECTIONS)[number];
+/** Sections run only when named with --only: the chaos soak (12 minutes of faults by default). */
+export const OPT_IN_SECTIONS: readonly Section[] = ['chaos'];
+/** The chaos soak's faults, in the order they rotate. */
+export const CHAOS_FAULTS = ['worker-kill', 'gateway-kill', 'nats-leader-kill', 'worker-term'] as const;
+export type ChaosFault = (typeof CHAOS_FAULTS)[number];
 
 export interface BenchArgs {
   sections: Section[];
@@ -84,6 +89,18 @@ export interface BenchArgs {
   /** Inbox: customer messages per second through webhooks, and for how many seconds. */
   inboxRate: number;
   inboxDuration: number;
+  /** Chaos: minutes of load (fractions allowed), webhooks per second, and the customers writing them. */
+  chaosMinutes: number;
+  chaosRate: number;
+  chaosCustomers: number;
+  /** Chaos: the nats-server binary of its cluster (null: test/support/nats-binary.ts natsServerBinary()). */
+  chaosNatsServer: string | null;
+  /** Chaos: seed of the fault schedule and the load's randomness (a random one unless given; printed). */
+  chaosSeed: number;
+  /** Chaos: the faults, in rotation (default all four). */
+  chaosFaults: ChaosFault[];
+  /** Chaos: the model stand-in's answer time for the model agent's company, ms. */
+  chaosModelLatency: number;
   /** Run children with --cpu-prof and summarise the profiles. */
   profile: boolean;
   profileTop: number;
@@ -99,7 +116,7 @@ export interface BenchArgs {
 
 export const USAGE = `npm run bench -- [flags]
 
-  --only a,b,...            sections to run: ${SECTIONS.join(', ')} (default: all)
+  --only a,b,...            sections to run: ${SECTIONS.join(', ')} (default: all but ${OPT_IN_SECTIONS.join(', ')})
   --skip a,b,...            sections to leave out
   --small                   small sizes for a quick check (a few minutes)
 
@@ -127,11 +144,18 @@ export const USAGE = `npm run bench -- [flags]
             default: its default)  --helpdesk-latency MS (150)
   inbox     --inbox-conversations N (100000; ten messages each)  --inbox-requests N (200 per filter)
             --inbox-streams N (50)  --inbox-rate R (100 msg/s)  --inbox-duration S (20)
+  chaos     (only with --only chaos) a soak under faults on a 3-node NATS cluster, 2 gateways, 2 workers:
+            --chaos-minutes M (12; fractions allowed)  --chaos-rate R (15 webhooks/s)
+            --chaos-customers N (300)  --chaos-nats-server PATH (default: NATS_SERVER_BIN, else the
+            newest nats-server in .cache/, else the one on PATH)  --chaos-seed N (random; printed)
+            --chaos-faults ${CHAOS_FAULTS.join(',')} (the rotation; default all)
+            --chaos-model-latency MS (300)  --helpdesk-latency MS (150)
 
   --partitions N (16)       PARTITIONS of the children
-  --baseline DIR            run drain, latency, scaleout, models and webchat first with the roles of
-                            the checkout DIR (its node_modules installed), then with this one's, in the
-                            same run; the table adds each key figure's ratio this / baseline
+  --baseline DIR            run drain, latency, scaleout, models, webchat, actions and chaos first with
+                            the roles of the checkout DIR (its node_modules installed), then with this
+                            one's, in the same run; the table adds each key figure's ratio this /
+                            baseline (chaos: lost / doubled side by side)
   --profile                 run the children with --cpu-prof; summaries in bench/results/profiles/
   --profile-top N (25)      functions listed per profile
   --experiments             also measure proposed fixes: gateway and floor with the NATS client's
@@ -160,9 +184,16 @@ function list(name: string, v: string | undefined): Section[] {
   });
 }
 
+function faults(v: string | undefined): ChaosFault[] {
+  const out = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const f of out) if (!(CHAOS_FAULTS as readonly string[]).includes(f)) throw new Error(`--chaos-faults: unknown fault "${f}" (${CHAOS_FAULTS.join(', ')})`);
+  if (out.length === 0) throw new Error('--chaos-faults needs a list of faults');
+  return out as ChaosFault[];
+}
+
 export function parseArgs(argv: string[]): BenchArgs {
   const a: BenchArgs = {
-    sections: [...SECTIONS],
+    sections: SECTIONS.filter((s) => !OPT_IN_SECTIONS.includes(s)),
     duration: 10,
     warmup: 3,
     rounds: 3,
@@ -208,6 +239,13 @@ export function parseArgs(argv: string[]): BenchArgs {
     inboxStreams: 50,
     inboxRate: 100,
     inboxDuration: 20,
+    chaosMinutes: 12,
+    chaosRate: 15,
+    chaosCustomers: 300,
+    chaosNatsServer: null,
+    chaosSeed: Math.floor(Math.random() * 2 ** 31),
+    chaosFaults: [...CHAOS_FAULTS],
+    chaosModelLatency: 300,
     profile: false,
     profileTop: 25,
     countQueries: false,
@@ -296,6 +334,17 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'inbox-streams': a.inboxStreams = Math.max(1, Math.min(50, Math.round(num(flag, value())))); break;
       case 'inbox-rate': a.inboxRate = Math.max(1, num(flag, value())); break;
       case 'inbox-duration': a.inboxDuration = Math.max(1, num(flag, value())); break;
+      case 'chaos-minutes': {
+        a.chaosMinutes = num(flag, value());
+        if (a.chaosMinutes <= 0) throw new Error('--chaos-minutes needs a positive number');
+        break;
+      }
+      case 'chaos-rate': a.chaosRate = Math.max(0.1, num(flag, value())); break;
+      case 'chaos-customers': a.chaosCustomers = Math.max(2, Math.round(num(flag, value()))); break;
+      case 'chaos-nats-server': a.chaosNatsServer = value() ?? null; break;
+      case 'chaos-seed': a.chaosSeed = Math.round(num(flag, value())) % 2 ** 31; break;
+      case 'chaos-faults': a.chaosFaults = faults(value()); break;
+      case 'chaos-model-latency': a.chaosModelLatency = Math.round(num(flag, value())); break;
       case 'profile': a.profile = inline === undefined || !['false', '0'].includes(inline); break;
       case 'profile-top': a.profileTop = Math.round(num(flag, value())); break;
       case 'count-queries': a.countQueries = true; break;

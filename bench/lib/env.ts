@@ -100,15 +100,13 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-/** Deletes the inbound stream (with its consumers) and the lease bucket of a prefix. */
+/** Deletes the inbound stream of a prefix (with its consumers). */
 export async function deletePrefix(prefix: string): Promise<void> {
   const nc = await connectNats(NATS_URL, `bench-cleanup-${RUN_ID}`);
   try {
     const jsm = await jetstreamManager(nc);
     const names = streamNames(prefix);
-    for (const stream of [names.inboundStream, `KV_${names.leaseBucket}`]) {
-      await jsm.streams.delete(stream).catch(() => false);
-    }
+    await jsm.streams.delete(names.inboundStream).catch(() => false);
   } finally {
     await nc.close();
   }

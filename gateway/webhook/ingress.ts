@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Response } from 'express';
 import type { Config } from '../../lib/config.js';
-import type { Orm, SqlPool } from '../../lib/db.js';
+import { openSqlPool, type Orm, type SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { mayNeedStorable, storable } from '../../lib/text.js';
-import { EnvelopeTooLargeError, inboundPublisher } from '../../lib/inbound.js';
+import { EnvelopeTooLargeError, inboundPublisher, partitionOfEnvelope } from '../../lib/inbound.js';
+import { AcceptedJournal } from '../../lib/inbound-journal.js';
 import { streamNames, type StreamNames } from '../../lib/streams.js';
 import { failSpan, SpanKind, startSpan, tracing, withSpan } from '../../lib/tracing.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
@@ -29,8 +30,11 @@ import { SIGNATURE_HEADERS, SIGNATURE_RE, signatureRefused, SignatureVerifier, t
  * contract's order: connector type (404) → integration of that connector (404) → HTTPS when
  * enforced (403) → signature (401) → active (403) → size ≤ 1 MiB (413) → JSON (400) →
  * normalise (400 / ignored) → durable publish to JetStream (lib/inbound.ts: retried through a
- * stream-leader election for up to PUBLISH_TIMEOUT_MS) → 200 `{"ok":true}`, sent only after
- * the JetStream ack (503 QUEUE_UNAVAILABLE when NATS cannot take it, so the sender retries). No database query on this path (IntegrationCache), one JSON parse.
+ * stream-leader election for up to PUBLISH_TIMEOUT_MS) and, at the same time, a group-committed
+ * record of the acceptance in PostgreSQL (lib/inbound-journal.ts: what JetStream loses is
+ * published again from it) → 200 `{"ok":true}`, sent only after the JetStream ack (503
+ * QUEUE_UNAVAILABLE when NATS cannot take it, so the sender retries). No database read on this
+ * path (IntegrationCache), one JSON parse.
  *
  * Mounted before the `/api` JSON parser: it reads the raw bytes itself, hashing them as
  * they arrive, so the signature can be checked before a too-large body is refused.
@@ -169,6 +173,11 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   cache.start();
   const verifier = new SignatureVerifier(now);
   const publisher = inboundPublisher(deps.nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs });
+  // The acceptance records' own connections. Their commits do not wait for the disk: a record
+  // is lost only if PostgreSQL itself crashes within a fraction of a second of it AND JetStream
+  // loses the message too; waiting for the flush would double the webhook's latency.
+  const journalSql = openSqlPool({ url: config.databaseUrl, poolMax: 2, synchronousCommit: false });
+  const journal = new AcceptedJournal(journalSql, logger);
   const activity = new WebhookActivity({ sql: deps.sql, logger, now }, deps.activity);
   activity.start();
   let lastQueueWarning = 0;
@@ -199,7 +208,9 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     const envelope: InboundEnvelope =
       inbound.kind === 'message' ? { ...base, kind: 'message', message: inbound.message } : { ...base, kind: 'status', status: inbound.status };
     try {
-      await publisher.publish(envelope);
+      // Recorded while JetStream takes it; a failed record is logged inside (intake goes on).
+      const json = JSON.stringify(envelope);
+      await Promise.all([publisher.publish(envelope, { json }), journal.record(envelope, json, partitionOfEnvelope(envelope, config.partitions))]);
     } catch (err) {
       // A retry could never fit either: refuse it for good rather than 503 forever.
       if (err instanceof EnvelopeTooLargeError) throw new AppError('PAYLOAD_TOO_LARGE', `The message is larger than the queue takes (${err.maxBytes} bytes).`);
@@ -314,6 +325,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     close: async () => {
       cache.stop();
       await activity.close();
+      await journalSql.end();
     },
   };
 }

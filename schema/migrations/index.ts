@@ -23,6 +23,7 @@ import { Migration0022AgentActions } from './0022-agent-actions.js';
 import { Migration0023AgentVersionsReplays } from './0023-agent-versions-replays.js';
 import { Migration0024TeamCredentials } from './0024-team-credentials.js';
 import { Migration0025ActionBodyTemplates } from './0025-action-body-templates.js';
+import { Migration0026LeasesAndAcceptedInbound } from './0026-leases-and-accepted-inbound.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -51,4 +52,5 @@ export const migrations = [
   { name: '0023-agent-versions-replays', class: Migration0023AgentVersionsReplays },
   { name: '0024-team-credentials', class: Migration0024TeamCredentials },
   { name: '0025-action-body-templates', class: Migration0025ActionBodyTemplates },
+  { name: '0026-leases-and-accepted-inbound', class: Migration0026LeasesAndAcceptedInbound },
 ];

@@ -11,6 +11,7 @@ import { parse } from 'yaml';
  * Docker engine here: the file is parsed.
  */
 interface Service {
+  image?: string;
   profiles?: string[];
   command?: string[];
   environment?: Record<string, string>;
@@ -29,6 +30,20 @@ t.test('three NATS nodes, two gateways, two workers in the cluster profile', asy
   for (const [name] of nats) t.match(conf, new RegExp(`nats://${name}:6222`), `${name} is in every node's routes`);
   t.match(conf, /jetstream\s*\{[^}]*sync_interval:\s*always/, 'each node fsyncs every write');
   t.same(new Set(nats.map(([, s]) => s.volumes?.[0]?.split(':')[0])).size, 3, 'each node has its own store');
+});
+
+t.test('every NATS server is pinned to one release that keeps what it acknowledged (2.10.23 or later)', async (t) => {
+  const servers = Object.entries(compose.services).filter(([name]) => /^nats(-\d)?$/.test(name));
+  t.equal(servers.length, 4, 'the single node and the three of the cluster');
+  for (const [name, s] of servers) {
+    const version = /^nats:(\d+)\.(\d+)\.(\d+)(-[a-z0-9.]+)?$/.exec(s.image ?? '');
+    t.ok(version, `${name}: a patch release, not a moving tag (${s.image})`);
+    if (!version) continue;
+    const [major, minor, patch] = version.slice(1, 4).map(Number) as [number, number, number];
+    t.ok(major > 2 || (major === 2 && (minor > 10 || (minor === 10 && patch >= 23))), `${name}: ${s.image} is 2.10.23 or later`);
+  }
+  const single = readFileSync(fileURLToPath(new URL('../../scripts/nats.conf', import.meta.url)), 'utf8');
+  t.match(single, /jetstream\s*\{[^}]*sync_interval:\s*always/, 'the single node fsyncs every write too');
 });
 
 t.test('every gateway and worker of the cluster: all three nodes, R3, its own database', async (t) => {

@@ -8,6 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { Test } from 'tap';
 import { freePort } from '../support/local-server.js';
+import { natsServerBinary } from '../support/nats-binary.js';
 import { startNatsCluster as startCluster } from '../support/nats-cluster.js';
 
 /** Shared helpers of the fault suite: worker child processes, a restartable nats-server, a cuttable TCP proxy. */
@@ -80,7 +81,7 @@ export async function startRestartableNats(t: Test): Promise<RestartableNats> {
     child = null;
   };
   const start = async () => {
-    const c = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' });
+    const c = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' });
     child = c;
     exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
     const deadline = Date.now() + 10_000;

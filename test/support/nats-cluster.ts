@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { freePort } from './local-server.js';
+import { natsServerBinary } from './nats-binary.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -12,33 +13,58 @@ export interface NatsCluster {
   /** Client URLs of the nodes, in node order. */
   urls: string[];
   names: string[];
+  /** The nats-server binary the nodes run. */
+  binary: string;
   kill: (name: string) => Promise<void>;
   start: (name: string) => Promise<void>;
+  /** The client URL of a node. */
+  urlOf: (name: string) => string;
+  /** Whether the node's process is running (started and not exited). */
+  running: (name: string) => boolean;
+  /** Resolves once the node answers a JetStream request itself (e.g. after `start`); rejects after `timeoutMs`. */
+  ready: (name: string, timeoutMs?: number) => Promise<void>;
+}
+
+export interface NatsClusterOptions {
+  /** Nodes (3). */
+  size?: number;
+  /** The nats-server to run (default natsServerBinary(): NATS_SERVER_BIN, the newest in .cache/, else the one on PATH). */
+  binary?: string;
 }
 
 /**
  * Nodes of a JetStream cluster (nats-server processes on free loopback ports, each with its
- * own store directory), killed with SIGKILL and started again by the test.
+ * own store directory), killed with SIGKILL and started again by the test. The second
+ * argument is the options, or (as before) the size.
  */
-export async function startNatsCluster(onTeardown: (step: () => Promise<void>) => void, size = 3): Promise<NatsCluster> {
+export async function startNatsCluster(onTeardown: (step: () => Promise<void>) => void, options: NatsClusterOptions | number = {}): Promise<NatsCluster> {
+  const { size = 3, binary = natsServerBinary() } = typeof options === 'number' ? { size: options } : options;
   const dir = await mkdtemp(join(tmpdir(), 'mas-faults-cluster-'));
   const nodes = await Promise.all(
-    Array.from({ length: size }, async (_, i) => ({ name: `n${i + 1}`, port: await freePort(), clusterPort: await freePort(), child: null as ChildProcess | null, exited: Promise.resolve() })),
+    Array.from({ length: size }, async (_, i) => ({ name: `n${i + 1}`, port: await freePort(), clusterPort: await freePort(), child: null as ChildProcess | null, error: null as Error | null, exited: Promise.resolve() })),
   );
   const routes = nodes.map((n) => `nats://127.0.0.1:${n.clusterPort}`).join(',');
   const start = async (name: string) => {
     const node = nodes.find((n) => n.name === name)!;
     const child = spawn(
-      'nats-server',
+      binary,
       ['-js', '-a', '127.0.0.1', '-p', String(node.port), '-sd', join(dir, node.name), '-n', node.name, '--cluster_name', 'mas-test', '--cluster', `nats://127.0.0.1:${node.clusterPort}`, '--routes', routes],
       { stdio: 'ignore' },
     );
     node.child = child;
-    node.exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    node.error = null;
+    // A binary that cannot be started (a wrong --chaos-nats-server path) is an error of the node, not of the process.
+    child.once('error', (err) => {
+      node.error = err;
+    });
+    node.exited = new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
   };
   const kill = async (name: string) => {
     const node = nodes.find((n) => n.name === name)!;
-    if (node.child && node.child.exitCode === null && node.child.signalCode === null) {
+    if (node.child && node.child.exitCode === null && node.child.signalCode === null && !node.error) {
       node.child.kill('SIGKILL');
       await node.exited;
     }
@@ -48,25 +74,40 @@ export async function startNatsCluster(onTeardown: (step: () => Promise<void>) =
     for (const n of nodes) await kill(n.name);
     await rm(dir, { recursive: true, force: true });
   });
-  for (const n of nodes) await start(n.name);
-  // Ready when JetStream answers through every node (the cluster has a meta leader).
-  const urls = nodes.map((n) => `nats://127.0.0.1:${n.port}`);
-  const deadline = Date.now() + 30_000;
-  for (const url of urls) {
+  const urlOf = (name: string) => `nats://127.0.0.1:${nodes.find((n) => n.name === name)!.port}`;
+  const running = (name: string) => {
+    const node = nodes.find((n) => n.name === name);
+    const child = node?.child;
+    return Boolean(child && !node?.error && child.exitCode === null && child.signalCode === null);
+  };
+  const ready = async (name: string, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       try {
-        const probe = await connect({ servers: url, timeout: 500, reconnect: false });
+        if (!running(name)) {
+          const error = nodes.find((n) => n.name === name)?.error;
+          throw new Error(error ? `${binary} could not be started: ${error.message}` : `node ${name} is not running`);
+        }
+        const probe = await connect({ servers: urlOf(name), timeout: 500, reconnect: false });
         try {
           await (await jetstreamManager(probe)).getAccountInfo();
         } finally {
           await probe.close();
         }
-        break;
+        return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`the NATS cluster did not form: ${(err as Error).message}`);
+        if (nodes.find((n) => n.name === name)?.error) throw err;
+        if (Date.now() > deadline) throw new Error(`NATS node ${name} did not answer JetStream within ${timeoutMs} ms: ${(err as Error).message}`);
         await sleep(200);
       }
     }
+  };
+  for (const n of nodes) await start(n.name);
+  // Ready when JetStream answers through every node (the cluster has a meta leader).
+  try {
+    for (const n of nodes) await ready(n.name, 30_000);
+  } catch (err) {
+    throw new Error(`the NATS cluster did not form: ${(err as Error).message}`);
   }
-  return { urls, names: nodes.map((n) => n.name), kill, start };
+  return { urls: nodes.map((n) => urlOf(n.name)), names: nodes.map((n) => n.name), binary, kill, start, urlOf, running, ready };
 }

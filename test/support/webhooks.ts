@@ -13,6 +13,7 @@ import { streamNames } from '../../lib/streams.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { apiClient, type ApiClient, type ApiResponse, type TestService } from './service.js';
+import { natsServerBinary } from './nats-binary.js';
 import type { WebchatOptions } from '../../gateway/webchat/server.js';
 import type { WebhookActivityOptions } from '../../gateway/webhook/activity.js';
 
@@ -140,7 +141,7 @@ export interface PrivateNats {
 export async function startPrivateNats(t: Test): Promise<PrivateNats> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'mas-nats-'));
-  const child: ChildProcess = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) {

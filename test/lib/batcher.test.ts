@@ -1,7 +1,7 @@
 import t from 'tap';
-import { Batcher } from '../../actors/batcher.js';
+import { Batcher } from '../../lib/batcher.js';
 
-/** Group commit (actors/batcher.ts): which requests each flush gets. */
+/** Group commit (lib/batcher.ts): which requests each flush gets. */
 t.test('fairBy: a key with many requests waiting takes one place per turn in each batch', async (t) => {
   const batches: string[][] = [];
   let release!: () => void;
