@@ -3,6 +3,7 @@ import type { SqlPool } from '../lib/db.js';
 import type { InboundPublisher } from '../lib/inbound.js';
 import { checkAcceptedLater, DEFAULT_ACCEPTED_CHECK_MS, takeDueAccepted, type DueAccepted } from '../lib/inbound-journal.js';
 import type { Logger } from '../lib/logger.js';
+import type { InboundEnvelope } from '../schema/envelope.js';
 import type { StreamNames } from '../lib/streams.js';
 
 /**
@@ -16,9 +17,11 @@ import type { StreamNames } from '../lib/streams.js';
  * is gone (nats-server 2.9 after a reset) — or once it has waited `maxWaitMs` whatever the
  * stream says (a backlog that old is not worth trusting). Otherwise it is looked at again
  * later, with backoff once it was published again. A copy published again and still not taken
- * while the consumer says it has nothing to deliver means the consumer no longer sees what
- * the stream holds (nats-server 2.9 after a reset): the partition's consumer is made again
- * (at most every REOFFER_EVERY_MS), so it offers everything the stream holds of it.
+ * while the consumer says it has nothing to deliver means JetStream keeps what it acknowledged
+ * without offering it (nats-server 2.9 after a reset): the row's envelope is then applied here
+ * directly, from PostgreSQL, as the consumer would have (receipts make it once), and the
+ * partition's consumer is made again (at most every REOFFER_EVERY_MS), so it offers
+ * everything the stream holds of it.
  */
 export interface AcceptedSweeperOptions {
   everyMs?: number;
@@ -34,6 +37,8 @@ export const DEFAULT_SWEEP_EVERY_MS = 2_000;
 export const DEFAULT_ACCEPTED_MAX_WAIT_MS = 5 * 60_000;
 const MAX_BACKOFF_STEPS = 6;
 const REOFFER_EVERY_MS = 30_000;
+/** Envelopes applied directly at once at most (they share the worker with its consumers). */
+const MAX_DIRECT = 256;
 
 export interface AcceptedSweeperDeps {
   sql: SqlPool;
@@ -45,6 +50,8 @@ export interface AcceptedSweeperDeps {
   inFlight: (partition: number, integrationId: number, idempotencyKey: string) => boolean;
   /** Makes the partition's consumer again, so it offers all the stream holds of the partition. */
   reoffer: (partition: number) => Promise<void>;
+  /** Applies an envelope in this worker without JetStream (the host, as its consumer would); resolves when it may be forgotten ('ack') or not. */
+  apply: (partition: number, env: InboundEnvelope) => Promise<'ack' | 'nak'>;
   logger: Logger;
 }
 
@@ -56,6 +63,8 @@ export class AcceptedSweeper {
   #closed = false;
   /** When each partition's consumer was last made again by a sweep. */
   readonly #reofferedAt = new Map<number, number>();
+  /** Envelopes being applied directly, by `integrationId\nidempotencyKey`. */
+  readonly #applying = new Map<string, Promise<void>>();
   /** Envelopes published again since start (a figure for tests and logs). */
   republished = 0;
 
@@ -90,6 +99,7 @@ export class AcceptedSweeper {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running;
+    await Promise.all(this.#applying.values());
   }
 
   /** One look at the owned partitions' due rows; resolves with how many were published again. */
@@ -111,7 +121,8 @@ export class AcceptedSweeper {
           later.push({ ...key, delay_ms: this.#o.checkMs, republished: 0 });
           return;
         }
-        if (!(await this.#publishAgain(row))) {
+        // Published again before and still not taken: JetStream does not deliver it.
+        if (row.republished > 0 ? !this.#applyDirectly(row) : !(await this.#publishAgain(row))) {
           later.push({ ...key, delay_ms: this.#o.checkMs, republished: 0 });
           return;
         }
@@ -121,7 +132,7 @@ export class AcceptedSweeper {
     );
     await checkAcceptedLater(this.#deps.sql, later);
     this.republished += again;
-    if (again > 0) this.#deps.logger.warn({ republished: again, partitions: [...idle] }, 'accepted webhooks that no worker took were published again');
+    if (again > 0) this.#deps.logger.warn({ republished: again, partitions: [...idle] }, 'accepted webhooks that no worker took were published again (or, published once already, applied here)');
     return again;
   }
 
@@ -153,6 +164,21 @@ export class AcceptedSweeper {
     this.#reofferedAt.set(partition, now);
     this.#deps.logger.warn({ partition }, 'a copy published again was not delivered by a consumer that says it has nothing left; making the consumer again');
     await this.#deps.reoffer(partition).catch((err: unknown) => this.#deps.logger.warn({ err, partition }, 'could not make the partition consumer again'));
+  }
+
+  /** Starts applying a row's envelope here; false when it cannot start now (already under way, or too many are). */
+  #applyDirectly(row: DueAccepted): boolean {
+    const key = `${row.integration_id}\n${row.idempotency_key}`;
+    if (this.#applying.has(key) || this.#applying.size >= MAX_DIRECT || this.#closed) return false;
+    const done = this.#deps
+      .apply(row.partition, row.envelope)
+      .then(
+        () => undefined,
+        (err: unknown) => this.#deps.logger.warn({ err, integrationId: row.integration_id }, 'could not apply an accepted webhook directly; looking again later'),
+      )
+      .finally(() => this.#applying.delete(key));
+    this.#applying.set(key, done);
+    return true;
   }
 
   async #publishAgain(row: DueAccepted): Promise<boolean> {

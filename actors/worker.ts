@@ -181,6 +181,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       reoffer: async (p) => {
         if (leases.epochOf(p) !== null) await ensurePartitionConsumer(jsm, names, p, consumerOptions);
       },
+      apply: (p, env) => (leases.epochOf(p) === null ? Promise.resolve('nak') : host.submit(p, env)),
     },
     options.accepted,
   );

@@ -59,11 +59,13 @@ export function pingNats(nc: NatsConnection, timeoutMs = 2000): Promise<boolean>
 const MOVE_EVERY_MS = 5_000;
 const movedAt = new WeakMap<NatsConnection, number>();
 
-/** True when `err` (or what caused it) says the server this client is connected to has no JetStream now. */
+/**
+ * True when `err` (or what caused it) is the server saying JetStream is not enabled here. (Not
+ * nats.js's own "jetstream is not enabled", which it also throws for a publish nobody answered,
+ * as during a stream-leader election: moving then would only add reconnects to the election.)
+ */
 export function isJetStreamDisabled(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    // nats.js throws its JetStreamNotEnabled without exporting the class: known by its name.
-    if (e.name === 'JetStreamNotEnabled') return true;
     if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.JetStreamNotEnabledForAccount) return true;
   }
   return false;
