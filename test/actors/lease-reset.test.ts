@@ -24,8 +24,9 @@ const epochs = async () => (await pool.query<{ partition: number; epoch: string 
 
 t.test('the lease table wiped under traffic: never two owners, no orphan, epochs grow, each message answered once', async (t) => {
   const workers = [await startTestWorker(t, svc, { workerId: 'lr-w1' }), await startTestWorker(t, svc, { workerId: 'lr-w2' })];
-  await waitForPartitions(workers, P);
-  await new Promise((r) => setTimeout(r, 1_000)); // settled at their fair shares
+  // Settled: each at its fair share, and every lease record owned (a rebalance gives some up first).
+  const settleBy = Date.now() + 20_000;
+  while (!(workers.every((w) => w.ownedPartitions().length === P / 2) && (await epochs()).length === P) && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 100));
   const before = new Map((await epochs()).map((r) => [r.partition, BigInt(r.epoch)]));
   t.equal(before.size, P, 'every partition has a lease');
 

@@ -106,8 +106,35 @@ export async function startNatsCluster(onTeardown: (step: () => Promise<void>) =
   // Ready when JetStream answers through every node (the cluster has a meta leader).
   try {
     for (const n of nodes) await ready(n.name, 30_000);
+    await placesReplicas(urlOf(nodes[0]!.name), nodes.length, 30_000);
   } catch (err) {
     throw new Error(`the NATS cluster did not form: ${(err as Error).message}`);
   }
   return { urls: nodes.map((n) => urlOf(n.name)), names: nodes.map((n) => n.name), binary, kill, start, urlOf, running, ready };
+}
+
+/**
+ * Waits until the cluster can place a stream on all its nodes: JetStream answers on every node
+ * a moment before the meta leader knows every peer (2.10 then refuses an R3 stream with "no
+ * suitable peers for placement"). A probe stream is created and deleted.
+ */
+async function placesReplicas(url: string, replicas: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const name = `cluster_probe_${process.pid}_${Date.now()}`;
+  const nc = await connect({ servers: url, timeout: 1000 });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (;;) {
+      try {
+        await jsm.streams.add({ name, subjects: [`${name}.>`], num_replicas: replicas });
+        await jsm.streams.delete(name);
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`no stream of ${replicas} replicas could be placed within ${timeoutMs} ms: ${(err as Error).message}`);
+        await sleep(250);
+      }
+    }
+  } finally {
+    await nc.close();
+  }
 }
