@@ -160,7 +160,7 @@ export async function replicaReport(nc: NatsConnection, names: StreamNames, expe
     try {
       const info = await jsm.streams.info(name);
       const leader = info.cluster?.leader ?? null;
-      // A server outside any cluster serves its streams itself: it names no leader.
+      // A server outside any cluster serves its streams itself: it names no leader (2.9) or itself (2.10), and no replicas.
       const current = leader === null ? 1 : 1 + (info.cluster?.replicas ?? []).filter((r) => r.current && !r.offline).length;
       streams[name] = { replicas: info.config.num_replicas, current, leader };
     } catch (err) {
