@@ -16,7 +16,7 @@ import { seededRandom } from '../support/random.js';
 const n = (k: number) => Array.from({ length: k }, (_, i) => i);
 
 /** The best of `runs` times of `work`, in ms. */
-function bestMs(work: () => unknown, runs = 5): number {
+function bestMs(work: () => unknown, runs = 10): number {
   let best = Infinity;
   for (let i = 0; i < runs; i++) {
     const started = performance.now();

@@ -1,5 +1,5 @@
 import { MAX_TEST_UNITS, type LinearPattern } from './linear-pattern.js';
-import { isObject, MAX_SCHEMA_CHECKS } from './tool-schema.js';
+import { MAX_SCHEMA_CHECKS } from './tool-schema.js';
 
 /**
  * One argument check's state (lib/agents/tools/arguments-check.ts): its budgets, where it is in
@@ -72,9 +72,21 @@ export class Run {
   /** The JSON of a value with its objects' keys sorted: equal values, equal texts. */
   canonical(v: unknown): string {
     this.spend(1);
-    if (Array.isArray(v)) return `[${v.map((x) => this.canonical(x)).join(',')}]`;
-    if (isObject(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${this.canonical(v[k])}`).join(',')}}`;
-    return JSON.stringify(v);
+    // Built by concatenation, without a list per value: uniqueItems makes one for each item of up to 16 KiB.
+    if (typeof v === 'string') return JSON.stringify(v);
+    if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+    if (typeof v !== 'object' || v === null) return String(v);
+    let text: string;
+    if (Array.isArray(v)) {
+      text = '[';
+      for (let i = 0; i < v.length; i++) text += (i > 0 ? ',' : '') + this.canonical(v[i]);
+      return `${text}]`;
+    }
+    const keys = Object.keys(v);
+    if (keys.length > 1) keys.sort();
+    text = '{';
+    for (let i = 0; i < keys.length; i++) text += `${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:${this.canonical((v as Record<string, unknown>)[keys[i]!])}`;
+    return `${text}}`;
   }
 
   /** Characters (code points, as JSON Schema counts them), counted once per check. */
