@@ -81,8 +81,9 @@ export interface DueAccepted {
 }
 
 // Rows of the given partitions whose check is due: those taken (a receipt) by a conversation
-// that is not answering are forgotten; the others are returned (and locked until the caller's
-// transaction ends, so two sweepers never publish one twice).
+// that is not answering are forgotten; the others are returned. Only a partition's owner
+// sweeps it; during a handover two sweepers may both publish a row again, which receipts make
+// harmless (`skip locked` keeps them from waiting on each other's statement).
 const DUE_SQL = `
 with due as (
   select a.ctid as row_id, a.integration_id, a.idempotency_key, a.partition, a.envelope, a.republished,
@@ -102,7 +103,7 @@ with due as (
 select row_id::text, integration_id, idempotency_key, partition, envelope, republished, age_ms::int as age_ms, answering
 from due where not taken or answering`;
 
-/** Forgets the due rows that were taken and returns the others (locked in the caller's transaction). */
+/** Forgets the due rows that were taken and returns the others. */
 export function takeDueAccepted(c: SqlClient, partitions: number[], limit: number): Promise<DueAccepted[]> {
   return query<DueAccepted>(c, 'accepted_due', DUE_SQL, [partitions, limit]);
 }
