@@ -22,6 +22,10 @@ COPY machines ./machines
 COPY gateway ./gateway
 COPY actors ./actors
 COPY web ./web
+COPY scripts/local-model.ts ./scripts/local-model.ts
+# The local sentence model's static vectors, distilled at build time (~10 s) into
+# node_modules/.cache: no container distils them again at its start.
+RUN node --import tsx scripts/local-model.ts
 # The image's own user (uid 1000 in node images), not root.
 USER node
 EXPOSE 3000

@@ -3,14 +3,16 @@ import type { SqlPool } from '../lib/db.js';
 import { isDataError, sqlState } from '../lib/pg-errors.js';
 import type { Logger } from '../lib/logger.js';
 import { attachActiveTrace, tracing } from '../lib/tracing.js';
-import { collectedText } from '../machines/conversation.js';
+import { agentInputOf, isAnswering, isHandedOver } from '../machines/conversation.js';
+import type { AgentInput } from '../schema/conversation.js';
 import { ModelCallCancelled } from '../lib/agents/openai-model.js';
 import type { AgentOutput, AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from '../lib/batcher.js';
 import type { FairSlots, Slot } from './fair-slots.js';
 import type { ItemResult, Lane } from './lanes.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { askAgent, isAnswering, type Steps } from './steps.js';
+import { askAgent } from './agent-asks.js';
+import type { Steps } from './steps.js';
 import type { ConversationRow } from './tables/conversations.js';
 import { countAnswerAttempts, messageText } from './tables/messages.js';
 import type { WebchatLive } from './webchat-live.js';
@@ -38,7 +40,8 @@ import type { WebchatLive } from './webchat-live.js';
  *   the answer settles it (debit or release).
  * - Webchat: the visitor is told the agent is typing, and a model answer is streamed to the
  *   visitor as it is written (actors/webchat-live.ts); the reply itself is committed and sent
- *   whole, as any other.
+ *   whole, as any other. Not while the agent answers a conversation it handed over: what it
+ *   cannot answer then is not sent at all, so nothing of it is previewed.
  */
 export const MAX_ANSWER_ATTEMPTS = 3;
 
@@ -72,8 +75,8 @@ export class Answers {
   }
 
   /** Starts answering a stored customer message; resolves once its answer is committed (or discarded). */
-  start(lane: Lane, conv: ConversationRow, messageId: string, text: string, route: AnswerRoute): Promise<ItemResult> {
-    return this.#track(lane, conv.id, messageId, (signal) => this.#answer(conv, messageId, text, route, signal));
+  start(lane: Lane, conv: ConversationRow, input: AgentInput, route: AnswerRoute): Promise<ItemResult> {
+    return this.#track(lane, conv.id, input.messageId, (signal) => this.#answer(conv, input, route, signal));
   }
 
   /** The conversation is answering a message (a crash or another process left it so): asks again for it. */
@@ -82,11 +85,11 @@ export class Answers {
     if (!messageId || lane.inflight) return;
     this.#deps.logger.info({ conversationId: conv.id, messageId }, 'host: resuming an answer that was in flight');
     // Every message of a debounce window, as the machine collected them (older snapshots: the message alone).
-    const collected = collectedText(conv.snapshot.context);
+    const input = agentInputOf(conv.snapshot.context, isHandedOver(conv.state));
     void this.#track(lane, conv.id, messageId, async (signal) => {
-      const text = collected || ((await messageText(this.#deps.sql, messageId)) ?? '');
+      const text = input.text || ((await messageText(this.#deps.sql, messageId)) ?? '');
       const route = await this.#deps.agent.routeOf(conv.company_id, conv.integration_id);
-      return this.#answer(conv, messageId, text, route, signal);
+      return this.#answer(conv, { ...input, messageId, text }, route, signal);
     });
   }
 
@@ -117,10 +120,12 @@ export class Answers {
     return task;
   }
 
-  async #answer(conv: ConversationRow, messageId: string, text: string, route: AnswerRoute, signal: AbortSignal): Promise<ItemResult> {
+  async #answer(conv: ConversationRow, input: AgentInput, route: AnswerRoute, signal: AbortSignal): Promise<ItemResult> {
+    const { messageId } = input;
     let event: AnyEventObject;
     let slot: Slot | null = null;
-    const live = conv.channel === 'webchat' ? this.#deps.live : undefined;
+    // Handed over, the agent says only what it can answer and the rest waits for the person: nothing it may leave unsaid is previewed.
+    const live = conv.channel === 'webchat' && !input.handedOver ? this.#deps.live : undefined;
     live?.typing(conv);
     try {
       slot = await this.#deps.slots.acquire(
@@ -142,7 +147,7 @@ export class Answers {
         event =
           attempt > MAX_ANSWER_ATTEMPTS
             ? handoffEvent(`no answer could be stored after ${MAX_ANSWER_ATTEMPTS} attempts`)
-            : await this.#ask(conv, messageId, text, route.agentId, { signal, slot, onDelta: live?.deltas(conv) });
+            : await this.#ask(conv, input, route.agentId, { signal, slot, onDelta: live?.deltas(conv) });
       } catch (err) {
         // Not the model's failure (that is an answer): the answer could not be worked out now.
         this.#deps.logger.warn({ err, conversationId: conv.id, messageId }, 'host: the agent could not answer now; the message is redelivered');
@@ -166,13 +171,13 @@ export class Answers {
   }
 
   /** Asks the agent; its answer or its failure, as the machine's event. */
-  async #ask(conv: ConversationRow, messageId: string, text: string, agentId: number | null, how: { signal: AbortSignal; slot: Slot; onDelta?: (text: string) => void }): Promise<AnyEventObject> {
+  async #ask(conv: ConversationRow, input: AgentInput, agentId: number | null, how: { signal: AbortSignal; slot: Slot; onDelta?: (text: string) => void }): Promise<AnyEventObject> {
     const { signal } = how;
     try {
-      return await askAgent(this.#deps.agent, { conv, messageId, text, agentId }, { signal, slot: how.slot, ...(how.onDelta ? { onDelta: how.onDelta } : {}) });
+      return await askAgent(this.#deps.agent, { conv, input, agentId }, { signal, slot: how.slot, ...(how.onDelta ? { onDelta: how.onDelta } : {}) });
     } catch (err) {
       if (!signal.aborted) throw err;
-      return this.#cancelled(conv.id, messageId, err);
+      return this.#cancelled(conv.id, input.messageId, err);
     }
   }
 

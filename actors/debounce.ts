@@ -2,11 +2,12 @@ import type { SqlPool } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ItemResult } from './lanes.js';
-import { isAnswering, isCollecting } from './steps.js';
+import { isAnswering, isCollecting } from '../machines/conversation.js';
 import { conversationsWithDeadlines, type ConversationRow } from './tables/conversations.js';
 
 /**
  * The agent's debounce window (contract.md § Behaviour): a conversation in `active.collecting`
+ * (or `paused.handedOver.collecting`: the agent handed it over and still answers meanwhile)
  * has its deadline, `answerDueAt`, in its stored snapshot; this keeps one timer per such
  * conversation of the partitions this worker owns. When one fires, `onDue` applies a
  * `debounce` step on the conversation's lane (in order with its envelopes, so a message

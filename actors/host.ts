@@ -153,7 +153,7 @@ export class ConversationHost {
           return 'ack';
         // The JetStream message is acked once the answer is committed (or discarded).
         case 'answer':
-          return { wait: this.#answers.start(lane, conv!, next.messageId, next.text, step.route) };
+          return { wait: this.#answers.start(lane, conv!, next.input, step.route) };
         case 'resume':
           this.#answers.resume(lane, conv!);
           // Answering with no message to answer here: another process owns it now.

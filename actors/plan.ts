@@ -3,7 +3,7 @@ import { conversationView, DEFAULT_HANDOFF_TEXT, messageView, type ConversationN
 import { query, type SqlClient } from '../lib/db.js';
 import { moveLeadToStage } from '../lib/leads.js';
 import { attachTrace, traceOf, tracing, type Context } from '../lib/tracing.js';
-import { statusOf, stepConversation, type HostAction } from '../machines/conversation.js';
+import { isHandedOver, statusOf, stepConversation, type HostAction } from '../machines/conversation.js';
 import type { OutboxKind } from '../schema/conversation-entities.js';
 import type { AgentReplyParams, ConversationEvent, LeadStageParams, SessionTransferExternalParams } from '../schema/conversation.js';
 import { insertTransitions, steppedFields, updateConversations, upsertRefs, type ConversationRow, type NewRef, type NewTransition } from './tables/conversations.js';
@@ -77,7 +77,10 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
     if (!p.text.trim()) return 'nothing to say';
     plan.addMessage(
       conv,
-      { role: 'agent', kind: 'reply', text: p.text, reply_to_id: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null, confidence: p.confidence ?? null, agent_version: p.agentVersion ?? null },
+      {
+        role: 'agent', kind: 'reply', text: p.text, reply_to_id: p.messageId, delivery: hold ? 'cancelled' : 'pending', sources: p.sources ?? null, confidence: p.confidence ?? null,
+        options: p.options?.length ? p.options : null, agent_version: p.agentVersion ?? null,
+      },
       hold ? null : closing ? 'closing_reply' : 'agent_reply',
     );
     return hold ? 'cancelled: an operator took over' : 'queued';
@@ -107,7 +110,8 @@ function conversationRowView(c: ConversationRow): ConversationView {
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id, replyToId: m.reply_to_id, delivery: m.delivery,
-    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, authorId: m.author_id ?? null, agentVersion: m.agent_version ?? null, createdAt: m.created_at,
+    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, options: m.options ?? null, authorId: m.author_id ?? null, agentVersion: m.agent_version ?? null,
+    createdAt: m.created_at,
   });
 }
 
@@ -211,15 +215,16 @@ export class Plan {
   /** Plans a message of the conversation (the next seq), optionally with its outbox row; `id`: one reserved for it. */
   addMessage(
     conv: ConversationRow,
-    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'external_id' | 'attachments' | 'author_id' | 'agent_version'>>,
+    m: Pick<NewMessage, 'role' | 'text'> & Partial<Pick<NewMessage, 'id' | 'kind' | 'reply_to_id' | 'delivery' | 'sources' | 'confidence' | 'options' | 'external_id' | 'attachments' | 'author_id' | 'agent_version'>>,
     outboxKind: OutboxKind | null = null,
   ): void {
     conv.message_seq += 1;
     if (m.role === 'customer') conv.customer_messages += 1;
     // What the inbox shows: the last message of the customer or of whoever answered them: not a note, a transfer record,
-    // a reply an operator's pause cancelled, or the bot's handoff notice (a customer who asked for a person still
-    // "wrote last": the conversation needs one).
-    if (m.role !== 'system' && m.kind !== 'note' && m.kind !== 'handoff_notice' && m.delivery !== 'cancelled') {
+    // a reply an operator's pause cancelled, the bot's handoff notice, nor what the bot answers while the conversation
+    // waits for a person (`paused.handedOver`): a customer who asked for a person still "wrote last", it needs one.
+    const waitsForPerson = m.role === 'agent' && isHandedOver(conv.state);
+    if (m.role !== 'system' && m.kind !== 'note' && m.kind !== 'handoff_notice' && m.delivery !== 'cancelled' && !waitsForPerson) {
       conv.last_message_role = m.role;
       conv.last_message_text = m.text.length > LAST_MESSAGE_CHARS ? previewOf(m.text) : m.text;
       conv.last_message_at = new Date();
@@ -229,7 +234,7 @@ export class Plan {
       row: {
         id: m.id ?? null, company_id: conv.company_id, conversation_id: conv.id, seq: conv.message_seq, role: m.role, kind: m.kind ?? 'message', text: m.text,
         external_id: m.external_id ?? null, reply_to_id: m.reply_to_id ?? null, delivery: m.delivery ?? null, sources: m.sources ?? null, confidence: m.confidence ?? null,
-        attachments: m.attachments ?? [], author_id: m.author_id ?? null, agent_version: m.agent_version ?? null,
+        options: m.options ?? null, attachments: m.attachments ?? [], author_id: m.author_id ?? null, agent_version: m.agent_version ?? null,
       },
       outboxKind,
       stored: null,

@@ -1,4 +1,4 @@
-import type { AnyEventObject, StateValue } from 'xstate';
+import type { AnyEventObject } from 'xstate';
 import { settleAnswers, type AnswerSettlement } from '../lib/credit.js';
 import { inTransaction, query, type SqlClient, type SqlPool } from '../lib/db.js';
 import { conversationKey, partitionOfEnvelope } from '../lib/inbound.js';
@@ -8,10 +8,11 @@ import type { StreamNames } from '../lib/streams.js';
 import { attachTrace, recordSharedSpan, spanClock, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
-import { collectedText } from '../machines/conversation.js';
-import type { AgentOutput, ConversationEvent, ToolCallRecord } from '../schema/conversation.js';
+import { agentInputOf, isAnswering, isCollecting, isHandedOver } from '../machines/conversation.js';
+import type { AgentInput, ConversationEvent } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
-import type { AgentInputForRunner, AgentRunner, AnswerRoute } from './agents/types.js';
+import { applyAnswer, askAgent, type AgentAsk } from './agent-asks.js';
+import type { AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from '../lib/batcher.js';
 import { Plan } from './plan.js';
 import { conversations, lockedConversations, openConversations, type ConversationRow } from './tables/conversations.js';
@@ -37,6 +38,8 @@ import { insertReceipts, type NewReceipt } from './tables/receipts.js';
  * asked outside any transaction), collect (a debounce deadline to wait for), or resume (the
  * conversation is answering a message nobody here answers: a crash left it so). A `local`
  * agent (the built-in one; actors/agents/types.ts) answers inside the transaction instead.
+ * The agent answers in `active` and, after it handed the conversation over, in
+ * `paused.handedOver` until a person acts (machines/states.ts): the same steps serve both.
  */
 type MessageEnvelope = Extract<InboundEnvelope, { kind: 'message' }>;
 type StatusEnvelope = Extract<InboundEnvelope, { kind: 'status' }>;
@@ -55,7 +58,7 @@ export type Step =
 export type Next =
   | { kind: 'none' }
   /** Ask the agent outside the transaction, then step its answer. */
-  | { kind: 'answer'; messageId: string; text: string }
+  | { kind: 'answer'; input: AgentInput }
   /** Waiting for the debounce deadline in the snapshot. */
   | { kind: 'collect' }
   /** Answering a message nobody here answers (a crash or another process left it so): ask again, then try the step again. */
@@ -69,11 +72,6 @@ export interface StepResult {
 
 const NONE: Next = { kind: 'none' };
 const RESUME: Next = { kind: 'resume' };
-
-const isActive = (state: StateValue, child: string): boolean => typeof state === 'object' && state !== null && (state as Record<string, unknown>).active === child;
-export const isAnswering = (state: StateValue): boolean => isActive(state, 'answering');
-/** Waiting out the agent's debounce window (answerDueAt in the context). */
-export const isCollecting = (state: StateValue): boolean => isActive(state, 'collecting');
 
 export interface StepsDeps {
   sql: SqlPool;
@@ -176,7 +174,7 @@ export class Steps {
       // A local agent makes no model call (nothing to settle unless it reports usage), and answers from the database in about a millisecond.
       const events = await Promise.all(local.map((a) => askAgent(this.#deps.agent, a)));
       const localSettle: AnswerSettlement[] = [];
-      local.forEach((a, n) => applyAnswer(plan, a.conv, a.messageId, events[n]!, localSettle));
+      local.forEach((a, n) => applyAnswer(plan, a.conv, a.input.messageId, events[n]!, localSettle));
       settle.push(...localSettle.filter((s) => s.usage));
     }
     await plan.write(client);
@@ -345,10 +343,11 @@ export class Steps {
         if (conv.status === 'closed') outcome = 'ignored';
         else if (cmd.action === 'note') plan.addMessage(conv, { role: 'operator', kind: 'note', text: cmd.text, author_id: cmd.by });
         else {
-          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out. Paused
-          // meanwhile (the agent handed off): the hold the API set for the take-over goes all the same, or it would
-          // cancel the bot's replies after a resume.
-          if (conv.status === 'active') plan.step(conv, { type: 'operator.pause', at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold: true });
+          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out. Handed
+          // over by the agent and no person had acted yet: the reply is that person acting, the agent stops answering
+          // (`paused.operator`). Paused otherwise: the hold the API set goes all the same, or it would cancel the bot's
+          // replies after a resume.
+          if (conv.status === 'active' || isHandedOver(conv.state)) plan.step(conv, { type: 'operator.pause', at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold: true });
           else if (conv.hold_requested_at !== null) plan.touch(conv, { clearHold: true });
           plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending', author_id: cmd.by }, 'operator_reply');
         }
@@ -366,10 +365,10 @@ export class Steps {
   #nextOf(conv: ConversationRow, route: AnswerRoute, askLocally: (a: AgentAsk) => void): Next {
     if (isCollecting(conv.state)) return { kind: 'collect' };
     if (!isAnswering(conv.state)) return NONE;
-    const messageId = conv.snapshot.context.lastCustomerMessageId ?? '';
-    const text = collectedText(conv.snapshot.context);
-    if (route.path.kind !== 'local') return { kind: 'answer', messageId, text };
-    askLocally({ conv, messageId, text, agentId: route.agentId });
+    // What the machine's invoke is given: the collected text, the options offered last, whether it handed over.
+    const input = agentInputOf(conv.snapshot.context, isHandedOver(conv.state));
+    if (route.path.kind !== 'local') return { kind: 'answer', input };
+    askLocally({ conv, input, agentId: route.agentId });
     return NONE;
   }
 
@@ -421,55 +420,6 @@ interface StepContext {
   askLocally: (a: AgentAsk) => void;
 }
 
-/** What a conversation asks its agent: its collected text, answering its last customer message. */
-export interface AgentAsk {
-  conv: ConversationRow;
-  messageId: string;
-  text: string;
-  agentId: number | null;
-}
-
-/**
- * Asks the conversation's agent; its answer as the machine's event. Inside the transaction
- * (a local agent) or outside it (actors/answers.ts, with the abort signal, the call's place
- * and the webchat's deltas).
- */
-export async function askAgent(agent: AgentRunner, ask: AgentAsk, how: Pick<AgentInputForRunner, 'signal' | 'slot' | 'onDelta'> = {}): Promise<AnyEventObject> {
-  const { conv } = ask;
-  const output = await agent.answer({ companyId: conv.company_id, conversationId: conv.id, agentId: ask.agentId, text: ask.text, messageId: ask.messageId, firstMessage: conv.message_seq <= 1, ...how });
-  return { type: 'xstate.done.actor.agent', output };
-}
-
 function receiptOf(env: InboundEnvelope, kind: string, conversationId: number | null, clientId: string | null): LoadReceipt {
   return { integration_id: env.integrationId, idempotency_key: env.idempotencyKey, company_id: env.companyId, kind, outcome: 'applied', conversation_id: conversationId, client_id: clientId };
-}
-
-/**
- * Applies an answer to a locked conversation, if its machine still waits for it; notes what
- * its model call costs or frees. A human who took over meanwhile (pause, transfer, close)
- * wins: the answer is kept for the record, never sent, never charged. The company tools it
- * called are logged (`tool.called`) in either case.
- */
-function applyAnswer(plan: Plan, conv: ConversationRow, messageId: string, event: AnyEventObject, settle: AnswerSettlement[]): void {
-  let output = (event as { output?: AgentOutput }).output;
-  // The company tools the answer called happened whatever becomes of it (taken over and
-  // cancelled mid-answer included): each is a row of its own, before the answer's.
-  const calls = output?.toolCalls ?? (event as { toolCalls?: ToolCallRecord[] }).toolCalls;
-  if (calls) {
-    for (const call of calls) plan.log(conv, 'tool.called', { ...call });
-    const { toolCalls: _inOutput, ...rest } = output ?? {};
-    const { toolCalls: _inEvent, ...logged } = event as AnyEventObject & { toolCalls?: unknown };
-    event = output ? { ...logged, output: rest } : logged;
-    output = event.output as AgentOutput | undefined;
-  }
-  const release = { companyId: conv.company_id, conversationId: conv.id, messageId, usage: null };
-  if (!isAnswering(conv.state) || conv.snapshot.context.lastCustomerMessageId !== messageId) {
-    if (output?.kind === 'reply') plan.addMessage(conv, { role: 'agent', kind: 'reply', text: output.text, reply_to_id: messageId, delivery: 'cancelled', agent_version: output.agentVersion ?? null });
-    settle.push(release);
-    return;
-  }
-  // A reply committed while an operator's pause / close is pending is cancelled, not sent (actors/plan.ts): it is not charged either.
-  const hold = conv.hold_requested_at !== null;
-  const applied = plan.step(conv, event);
-  settle.push(applied && output?.usage && !hold ? { ...release, usage: output.usage } : release);
 }

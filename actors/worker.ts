@@ -15,6 +15,7 @@ import { sweepExpiredReservations } from '../lib/credit.js';
 import { VectorIndex } from '../lib/knowledge/vectors.js';
 import { AcceptedSweeper, type AcceptedSweeperOptions } from './accepted-sweeper.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
+import type { AgentRunner } from './agents/types.js';
 import { CreditGate } from './credit-gate.js';
 import { ensurePartitionConsumer, Intake, INTAKE_PER_MODEL_CALL, PartitionConsumer, type ConsumerOptions } from './consumers.js';
 import { OutboxSender, type SenderOptions } from './outbox/sender.js';
@@ -30,6 +31,8 @@ export interface WorkerOptions {
   host?: HostOptions;
   /** Timeouts, retries, caching and prompt budget of the default agent runner. */
   agentRunner?: AgentRunnerOptions;
+  /** What answers customer messages, made from the default agent runner (tests stand in for some of its answers); default: that runner. */
+  agentRunnerFrom?: (runner: AgentRunner) => AgentRunner;
   /** How often expired credit reservations (of calls whose process died) are released. */
   reservationSweepMs?: number;
   /** How often replays are looked for, their leases, how many one worker answers at once (actors/replays/runner.ts). */
@@ -106,7 +109,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const secrets = new SecretBox(config.secretsKeys);
   // Chunk vectors in memory: one copy for the customers' answers and the replays'.
   const vectors = new VectorIndex();
-  const agent = createAgentRunner({ orm, sql, secrets, config, logger, credit, observeModelCall, mcp, ledgerSql: quick, vectors }, options.agentRunner);
+  const runner = createAgentRunner({ orm, sql, secrets, config, logger, credit, observeModelCall, mcp, ledgerSql: quick, vectors }, options.agentRunner);
+  const agent = options.agentRunnerFrom ? options.agentRunnerFrom(runner) : runner;
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };

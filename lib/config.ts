@@ -110,6 +110,12 @@ export interface Config {
    * against local stand-ins and for the tests.
    */
   readonly allowPrivateUrls: boolean;
+  /**
+   * `EMBEDDINGS`: `local` (default) gives every knowledge base without an embedding server the
+   * meaning of its texts from the shipped sentence model (lib/knowledge/local-model.ts); `off`
+   * keeps such bases lexical.
+   */
+  readonly embeddings: 'local' | 'off';
   /** An orderly stop (SIGTERM / SIGINT, or a fatal error) exits within this long. */
   readonly shutdownTimeoutMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is open. */
@@ -232,6 +238,7 @@ const envSchema = {
     TRUST_PROXY: { type: 'string' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     ALLOW_PRIVATE_URLS: { type: 'string', enum: BOOLEAN_WORDS },
+    EMBEDDINGS: { type: 'string', enum: ['local', 'off'] },
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000 },
     // A bearer token: long enough not to be guessed, no whitespace (it travels in a header).
     METRICS_TOKEN: { type: 'string', minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
@@ -383,6 +390,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     trustProxy: parseTrustProxy(env.TRUST_PROXY, production),
     logLevel: (v.LOG_LEVEL as string | undefined) ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     allowPrivateUrls: isOn(v.ALLOW_PRIVATE_URLS as string | undefined),
+    embeddings: (v.EMBEDDINGS as 'local' | 'off' | undefined) ?? 'local',
     shutdownTimeoutMs: (v.SHUTDOWN_TIMEOUT_MS as number | undefined) ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
     metricsToken: v.METRICS_TOKEN as string | undefined,
     metricsPort: v.METRICS_PORT as number | undefined,

@@ -21,7 +21,10 @@ export interface ConversationView {
   updatedAt: string;
   lastMessageAt: string | null;
   closedAt: string | null;
-  /** The last message of the customer or of whoever answered them (its first 200 characters; not a note, a system record or the bot's handoff notice), null before any. */
+  /**
+   * The last message of the customer or of whoever answered them (its first 200 characters; not a note, a system record,
+   * the bot's handoff notice, nor what the bot answers while the conversation waits for a person: `needsHuman` stays), null before any.
+   */
   lastMessage: LastMessageView | null;
   /** The teammate who has it, null when unassigned. */
   assigneeId: string | null;
@@ -51,6 +54,8 @@ export interface MessageView {
   sources: { documentId: number; chunkId: number; title: string }[] | null;
   /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); else null. */
   confidence: number | null;
+  /** A `clarify` reply's numbered options (`[{documentId, chunkId, title}]`, in the order offered); null for other messages. */
+  options: { documentId: number; chunkId: number; title: string }[] | null;
   /** The teammate who wrote an operator reply or note (null otherwise). */
   authorId: string | null;
   /** An agent reply or handoff notice: the agent's version that gave it (null otherwise, and for answers from before versions). */
@@ -161,6 +166,7 @@ export interface MessageLike {
   deliveryError?: string | null;
   sources?: { documentId: number; chunkId: number; title: string }[] | null;
   confidence?: number | null;
+  options?: { documentId: number; chunkId: number; title: string }[] | null;
   authorId?: string | null;
   agentVersion?: number | null;
   createdAt: Date | string;
@@ -179,6 +185,7 @@ export function messageView(m: MessageLike): MessageView {
     deliveryError: m.deliveryError ?? null,
     sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
     confidence: m.confidence ?? null,
+    options: m.options?.length ? m.options : null,
     authorId: m.authorId ?? null,
     agentVersion: m.agentVersion ?? null,
     createdAt: iso(m.createdAt)!,

@@ -89,7 +89,8 @@ with due as (
   select a.ctid as row_id, a.integration_id, a.idempotency_key, a.partition, a.envelope, a.republished,
          (extract(epoch from now() - a.accepted_at) * 1000)::bigint as age_ms,
          r.idempotency_key is not null as taken,
-         coalesce(c.state ->> 'active' = 'answering', false) as answering
+         -- machines/states.ts isAnswering: the bot's own answer, or one it gives after handing over.
+         coalesce(c.state ->> 'active' = 'answering' or c.state #>> '{paused,handedOver}' = 'answering', false) as answering
   from inbound_accepted a
   left join inbound_receipts r on r.integration_id = a.integration_id and r.idempotency_key = a.idempotency_key
   left join conversations c on c.id = r.conversation_id

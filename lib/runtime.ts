@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadConfig, type Config } from './config.js';
+import { localModel } from './knowledge/local-model.js';
 import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableError, type Orm } from './db.js';
 import { ConfigError } from './errors.js';
 import { asyncStdout, createLogger, type Logger } from './logger.js';
@@ -62,6 +63,9 @@ export async function startRuntime(role: string): Promise<Runtime> {
   }
   const logger = createLogger(config.logLevel, asyncStdout()).child({ role });
   for (const w of warnings) logger.warn(w);
+  // Loaded now, off the main thread: the first questions need not wait for it.
+  localModel.configure({ enabled: config.embeddings === 'local', logger });
+  void localModel.load();
   let tracing: InstalledTracing | undefined;
   if (config.tracing) {
     const { url, headers, serviceName } = config.tracing;

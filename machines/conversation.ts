@@ -3,6 +3,11 @@
 // `session_transfer_external` and `session_close` (via `machine.provide({ actions })`,
 // inspection, or the actions returned by the pure `transition()` API) and supplies the
 // real `agent` actor via `machine.provide({ actors: { agent } })`.
+//
+// The agent takes customer messages in `active` and, after it handed the conversation over,
+// in `paused.handedOver` until a person acts (contract.md § Answers that find what the help
+// centre says: never silent): there it still answers what it can, and whatever it cannot
+// waits for the person (nothing sent, no second transfer).
 import { assertEvent, assign, createActor, enqueueActions, fromPromise, initialTransition, setup, type AnyActorScope, type ExecutableActionsFrom, type StateValue } from 'xstate';
 import type {
   AgentInput,
@@ -11,96 +16,29 @@ import type {
   ConversationContext,
   ConversationEvent,
   ConversationStatus,
-  HandoffReason,
   LeadStageParams,
   SessionCloseParams,
   SessionTransferExternalParams,
 } from '../schema/conversation.js';
+import { toJsonSafe } from './json-safe.js';
+import {
+  agentHandoffParams,
+  agentInputOf,
+  agentReplyParams,
+  clarifyOptionsOf,
+  handoffReasonOf,
+  hasRequestId,
+  helpdeskCloseParams,
+  helpdeskTransferParams,
+  initialContext,
+  operatorCloseParams,
+  rememberId,
+  type EventOf,
+  type HelpdeskCloseEvent,
+} from './params.js';
 
-/** How many request / dialog ids a session remembers (each). */
-export const MAX_REMEMBERED_IDS = 50;
-
-function rememberId(list: readonly number[], id: unknown): number[] {
-  if (typeof id !== 'number' || !Number.isFinite(id)) return [...list];
-  // Move to the end when already present, so the most recently seen ids survive the cap.
-  return [...list.filter((x) => x !== id), id].slice(-MAX_REMEMBERED_IDS);
-}
-
-function hasRequestId(event: ConversationEvent): boolean {
-  return 'requestId' in event && typeof event.requestId === 'number' && Number.isFinite(event.requestId);
-}
-
-const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'spend_cap', 'outside_hours', 'model_failed'];
-
-function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
-  if (output && output.kind === 'handoff' && HANDOFF_REASONS.includes(output.reason)) return output.reason;
-  return 'model_failed';
-}
-
-type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
-type HelpdeskCloseEvent = EventOf<'helpdesk.close_dialog' | 'helpdesk.close_request'>;
-
-function helpdeskCloseParams(event: HelpdeskCloseEvent): SessionCloseParams {
-  return {
-    origin: 'helpdesk',
-    event: event.type,
-    at: event.at,
-    requestId: event.requestId,
-    ...(event.dialogId !== undefined ? { dialogId: event.dialogId } : {}),
-  };
-}
-
-function helpdeskTransferParams(event: EventOf<'helpdesk.dialog_transferred'>): SessionTransferExternalParams {
-  return { origin: 'helpdesk', requestId: event.requestId, dialogId: event.dialogId ?? null, at: event.at };
-}
-
-function operatorCloseParams(event: EventOf<'operator.close'>): SessionCloseParams {
-  return { origin: 'operator', event: event.type, at: event.at, ...(event.by !== undefined ? { by: event.by } : {}) };
-}
-
-/** The version of the agent that gave the output, when it says (recorded with the message it becomes). */
-const versionOf = (output: AgentOutput | undefined) => (typeof output?.agentVersion === 'number' ? { agentVersion: output.agentVersion } : {});
-
-/** What the agent says: its reply, or its last words when its close_conversation tool ends the session. */
-function agentReplyParams(messageId: string | null, output: AgentOutput): AgentReplyParams {
-  if (output.kind !== 'reply') return { messageId, text: output.kind === 'close' ? (output.text ?? '') : '', ...versionOf(output) };
-  return {
-    messageId,
-    text: output.text,
-    ...(Array.isArray(output.sources) ? { sources: output.sources } : {}),
-    ...(typeof output.confidence === 'number' ? { confidence: output.confidence } : {}),
-    ...versionOf(output),
-  };
-}
-
-/** The agent handed off, or failed (no output): the host transfers the dialog and may send `text`. */
-function agentHandoffParams(messageId: string | null, output: AgentOutput | undefined): SessionTransferExternalParams {
-  return {
-    origin: 'agent',
-    reason: handoffReasonOf(output),
-    messageId,
-    ...(output?.kind === 'handoff' && typeof output.text === 'string' ? { text: output.text } : {}),
-    ...versionOf(output),
-  };
-}
-
-function initialContext(): ConversationContext {
-  return {
-    requestIds: [],
-    dialogIds: [],
-    transfers: [],
-    lastCustomerMessageId: null,
-    collected: [],
-    answerDueAt: null,
-    handoffReason: null,
-    closedAt: null,
-  };
-}
-
-/** The text the agent answers: every collected message, in order. */
-export function collectedText(context: ConversationContext): string {
-  return (context.collected ?? []).map((m) => m.text).join('\n');
-}
+export { MAX_REMEMBERED_IDS, agentInputOf, collectedText } from './params.js';
+export { isAnswering, isCollecting, isHandedOver } from './states.js';
 
 /** A helpdesk close (either kind) ends the session only when it names the request. */
 const helpdeskClose = [
@@ -148,6 +86,31 @@ const sessionEnds = {
 
 /** A message the agent answers together with the next ones, once the debounce window ends. */
 const collectAndWait = ['recordCustomerMessage', 'collectMessage', 'armDebounce'] as const;
+
+/** A customer message to the agent: answered at once, or once its debounce window ends. */
+const takeMessage = [
+  // The agent waits debounceMs for more messages and answers them together.
+  { guard: 'debounces', target: 'collecting', actions: collectAndWait },
+  { target: 'answering', actions: ['recordCustomerMessage', 'collectMessage'] },
+] as const;
+
+/** Waiting out the debounce window (a durable deadline in the context, see `answerDueAt`). */
+const collecting = {
+  on: {
+    'customer.message': { actions: collectAndWait },
+    'debounce.elapsed': { guard: 'answerIsDue', target: 'answering' },
+  },
+} as const;
+
+/** The agent's reply goes out (with the options of a `clarify` reply, remembered for the next message). */
+const sendReply = [
+  {
+    type: 'agent_reply',
+    params: ({ context, event }: { context: ConversationContext; event: { output: AgentOutput } }) => agentReplyParams(context.lastCustomerMessageId, event.output),
+  },
+  'moveLead',
+  'rememberOptions',
+] as const;
 
 export const conversationMachine = setup({
   types: {} as {
@@ -208,6 +171,14 @@ export const conversationMachine = setup({
       handoffReason: handoffReasonOf((event as { output?: AgentOutput }).output),
     })),
     recordAgentFailure: assign({ handoffReason: 'model_failed' }),
+    /**
+     * The options of a `clarify` reply are what the customer's next message may pick; any
+     * other answer (or a failure: no output) forgets them. Left unwritten when nothing changes.
+     */
+    rememberOptions: assign(({ context, event }) => {
+      const options = clarifyOptionsOf((event as { output?: AgentOutput }).output);
+      return options || context.pendingOptions ? { pendingOptions: options } : {};
+    }),
     /** The message is what the agent answers next (alone, or with the others of the debounce window). */
     collectMessage: assign(({ context, event }) => {
       assertEvent(event, 'customer.message');
@@ -243,36 +214,18 @@ export const conversationMachine = setup({
       states: {
         idle: {
           entry: 'forgetCollected',
-          on: {
-            'customer.message': [
-              // The agent waits debounceMs for more messages and answers them together.
-              { guard: 'debounces', target: 'collecting', actions: collectAndWait },
-              { target: 'answering', actions: ['recordCustomerMessage', 'collectMessage'] },
-            ],
-          },
+          on: { 'customer.message': takeMessage },
         },
-        collecting: {
-          on: {
-            'customer.message': { actions: collectAndWait },
-            'debounce.elapsed': { guard: 'answerIsDue', target: 'answering' },
-          },
-        },
+        collecting,
         answering: {
           // No `customer.message` handler here (nor on `active`): the host serialises
           // events per conversation, so one arriving mid-answer is ignored, not queued.
           invoke: {
             id: 'agent',
             src: 'agent',
-            input: ({ context }) => ({ messageId: context.lastCustomerMessageId ?? '', text: collectedText(context) }),
+            input: ({ context }) => agentInputOf(context, false),
             onDone: [
-              {
-                guard: 'outputIsReply',
-                target: 'idle',
-                actions: [
-                  { type: 'agent_reply', params: ({ context, event }) => agentReplyParams(context.lastCustomerMessageId, event.output) },
-                  'moveLead',
-                ],
-              },
+              { guard: 'outputIsReply', target: 'idle', actions: sendReply },
               {
                 // The agent's close_conversation tool: what it said last goes out, then the session ends.
                 guard: 'outputIsClose',
@@ -293,10 +246,11 @@ export const conversationMachine = setup({
                 ],
               },
               {
-                target: '#conversation.paused.operator',
+                target: '#conversation.paused.handedOver',
                 actions: [
                   'recordAgentHandoff',
                   'moveLead',
+                  'rememberOptions',
                   {
                     type: 'session_transfer_external',
                     params: ({ context, event }) => agentHandoffParams(context.lastCustomerMessageId, event.output),
@@ -305,9 +259,10 @@ export const conversationMachine = setup({
               },
             ],
             onError: {
-              target: '#conversation.paused.operator',
+              target: '#conversation.paused.handedOver',
               actions: [
                 'recordAgentFailure',
+                'rememberOptions',
                 {
                   type: 'session_transfer_external',
                   params: ({ context }) => agentHandoffParams(context.lastCustomerMessageId, undefined),
@@ -322,16 +277,49 @@ export const conversationMachine = setup({
       initial: 'operator',
       on: {
         ...sessionEnds,
-        // Stored by the host; no bot reply and the child state is unchanged.
-        'customer.message': { actions: 'recordCustomerMessage' },
         'operator.resume': {
           target: '#conversation.active.idle',
           actions: 'clearHandoffReason',
         },
       },
       states: {
-        operator: {},
-        transferred: {},
+        // A person has it: the customer's messages are stored by the host, no bot reply.
+        operator: {
+          on: { 'customer.message': { actions: 'recordCustomerMessage' } },
+        },
+        transferred: {
+          on: { 'customer.message': { actions: 'recordCustomerMessage' } },
+        },
+        // The agent handed it over and no person has acted yet. An operator's pause (the host
+        // also steps one for an operator's reply) hands it to them: `paused.operator`, the
+        // agent's reason kept (it is still why the conversation is paused).
+        handedOver: {
+          initial: 'idle',
+          on: {
+            'operator.pause': { target: '#conversation.paused.operator' },
+          },
+          states: {
+            idle: {
+              entry: 'forgetCollected',
+              on: { 'customer.message': takeMessage },
+            },
+            collecting,
+            answering: {
+              // As in `active.answering`: a message arriving mid-answer is not taken here.
+              invoke: {
+                id: 'agent',
+                src: 'agent',
+                input: ({ context }) => agentInputOf(context, true),
+                onDone: [
+                  { guard: 'outputIsReply', target: 'idle', actions: sendReply },
+                  // A handoff (or a close) waits for the person: nothing sent, no second transfer.
+                  { target: 'idle', actions: ['moveLead', 'rememberOptions'] },
+                ],
+                onError: { target: 'idle', actions: 'rememberOptions' },
+              },
+            },
+          },
+        },
       },
     },
     // Final for this session: the host opens a new session for the next message.
@@ -405,54 +393,6 @@ export function statusOf(snapshotValue: StateValue): ConversationStatus {
   const top = typeof snapshotValue === 'string' ? snapshotValue : Object.keys(snapshotValue ?? {})[0];
   if (top === 'active' || top === 'paused' || top === 'closed') return top;
   throw new Error(`conversation machine: unknown state value ${JSON.stringify(snapshotValue)}`);
-}
-
-/**
- * JSON-safe copy, following JSON.stringify's rules (toJSON honoured, functions dropped)
- * except that functions carrying a string `type` (e.g. inline xstate actions) become
- * `{ type }` and cycles become "<cycle>" instead of throwing.
- */
-function toJsonSafe(value: unknown, seen: WeakSet<object>, key = ''): unknown {
-  // Honour toJSON like JSON.stringify does (xstate's state nodes, transitions and
-  // invoke definitions use it to replace state-node references by '#id' strings).
-  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    if (seen.has(value)) return '<cycle>';
-    seen.add(value);
-    const replaced = (value as { toJSON: (key: string) => unknown }).toJSON(key);
-    // Like JSON.stringify: the replacement's own toJSON is not called again.
-    const out = toJsonSafePlain(replaced, seen);
-    seen.delete(value);
-    return out;
-  }
-  return toJsonSafePlain(value, seen);
-}
-
-function toJsonSafePlain(value: unknown, seen: WeakSet<object>): unknown {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
-  if (typeof value === 'function') {
-    const type = (value as { type?: unknown }).type;
-    return typeof type === 'string' ? { type } : undefined;
-  }
-  if (typeof value !== 'object') return undefined; // undefined, symbol, bigint
-  if (seen.has(value)) return '<cycle>';
-  seen.add(value);
-  let out: unknown;
-  if (Array.isArray(value)) {
-    out = value.map((v, i) => {
-      const safe = toJsonSafe(v, seen, String(i));
-      return safe === undefined ? null : safe;
-    });
-  } else {
-    const obj: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      const safe = toJsonSafe(v, seen, k);
-      if (safe !== undefined) obj[k] = safe;
-    }
-    out = obj;
-  }
-  seen.delete(value); // shared (non-cyclic) references are copied, only true cycles are cut
-  return out;
 }
 
 export interface ConversationMachineDefinition {

@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 import type { StateValue } from 'xstate';
 import type { Channel } from './envelope.js';
-import type { ConversationStatus, ReplySource } from './conversation.js';
+import type { ClarifyOption, ConversationStatus, ReplySource } from './conversation.js';
 
 /**
  * Entities of the conversation engine (migration 0004). Company-owned like the others:
@@ -129,6 +129,8 @@ export interface ConversationMessage {
   sources: ReplySource[] | null;
   /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null otherwise. */
   confidence: number | null;
+  /** A `clarify` reply's numbered options (`[{documentId, chunkId, title}]`, in the order offered; migration 0029); null for other messages. */
+  options: ClarifyOption[] | null;
   /** The teammate who wrote an operator reply or note; null otherwise (and for API tokens). */
   authorId: string | null;
   /** An agent reply or handoff notice: the agent's version that gave it (migration 0023); null otherwise. */
@@ -155,6 +157,7 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     attachments: { type: 'json', default: '[]' },
     sources: { type: 'json', nullable: true },
     confidence: { type: 'float', nullable: true },
+    options: { type: 'json', nullable: true },
     authorId: { type: 'uuid', nullable: true },
     agentVersion: { type: 'integer', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },

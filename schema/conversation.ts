@@ -22,7 +22,8 @@ export interface ConversationContext {
   /**
    * The customer messages the agent answers next, together: one while answering without
    * debounce, every message that arrived inside the debounce window with it. Cleared when
-   * the machine is back in `active.idle`.
+   * the machine is back in `active.idle` (or `paused.handedOver.idle`: the agent handed the
+   * conversation over and still answers until a person acts).
    */
   collected?: { messageId: string; text: string }[];
   /**
@@ -39,6 +40,11 @@ export interface ConversationContext {
   handoffReason: string | null;
   /** ISO timestamp of the close event. */
   closedAt: string | null;
+  /**
+   * The options of the agent's last `clarify` reply ("Do you mean: 1. Returns 2. Exchanges?"):
+   * the customer's next message ("2", or a title) picks one. Cleared by the next answer.
+   */
+  pendingOptions?: ClarifyOption[] | null;
 }
 
 // ---- events ----------------------------------------------------------------
@@ -115,6 +121,20 @@ export type ConversationEventType = ConversationEvent['type'];
 export interface AgentInput {
   messageId: string;
   text: string;
+  /** The options the agent offered last (a `clarify` reply); the message may pick one. */
+  options?: ClarifyOption[];
+  /**
+   * The agent handed the conversation over and no person has acted yet: it still answers
+   * what it can (`greeting`, `answer`, `clarify`); anything else waits for the person, silently.
+   */
+  handedOver?: boolean;
+}
+
+/** One numbered option of a `clarify` reply: an article the question may be about. */
+export interface ClarifyOption {
+  documentId: number;
+  chunkId: number;
+  title: string;
 }
 
 export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'spend_cap' | 'outside_hours' | 'model_failed';
@@ -147,20 +167,27 @@ export interface DecisionPassage {
   title: string;
   /** 0–1: how well the passage answers the question (lib/knowledge/confidence.ts). */
   confidence: number;
+  /** The evidence the confidence was built from: the lexical coverage (0–1) and the semantic similarity (cosine; absent: no vectors). */
+  lexical?: number;
+  semantic?: number;
 }
 
 /**
- * What the agent decided for a customer message (contract.md § Answers a company can trust),
- * recorded in the transition log with the answer (the `output.decision` of its
+ * What the agent decided for a customer message (contract.md § Answers that find what the help
+ * centre says), recorded in the transition log with the answer (the `output.decision` of its
  * `xstate.done.actor.agent` transition): knowledge gaps are read from the no-answers.
  * - `greeting` / `thanks`: small talk, answered with a short reply (no knowledge, no sources);
  * - `answer`: a passage reached the agent's threshold;
- * - `no_answer`: none did (`best` is the best passage found, if any): the agent's `onNoAnswer`,
- *   or a model reply that was withheld;
+ * - `clarify`: passages of two or three articles are close and none is sure: the customer is
+ *   asked which one (`options`);
+ * - `out_of_scope`: not about this business: `agent.outOfScopeText`, no handoff;
+ * - `no_answer`: about the business, but no passage answers (`best` is the best found, if
+ *   any): the agent's `onNoAnswer`, or a model reply that was withheld;
  * - `asked_for_human`: the customer asked for a person.
+ * `passages`: the best passages weighed, with their confidences (and evidence).
  */
 export interface AnswerDecision {
-  kind: 'greeting' | 'thanks' | 'answer' | 'no_answer' | 'asked_for_human';
+  kind: 'greeting' | 'thanks' | 'answer' | 'clarify' | 'out_of_scope' | 'no_answer' | 'asked_for_human';
   /** The base searched (null: the agent has none). */
   knowledgeBaseId: number | null;
   /** The customer's question as answered (bounded). */
@@ -168,6 +195,11 @@ export interface AnswerDecision {
   /** The agent's relevanceThreshold at the time. */
   threshold: number;
   best: DecisionPassage | null;
+  passages?: DecisionPassage[];
+  /** A `clarify` decision's options, in the order offered. */
+  options?: ClarifyOption[];
+  /** The decision was taken while the conversation waited for a person (the agent had handed it over). */
+  handedOver?: boolean;
 }
 
 /**
@@ -201,7 +233,7 @@ interface AgentOutputExtras {
 export type AgentOutput = AgentOutputExtras &
   (
     /** `withheld` (with `onNoAnswer: "fallback"`): the model reply that the fallback `text` replaced, kept for the log. */
-    | { kind: 'reply'; text: string; usage?: ModelUsage; sources?: ReplySource[]; confidence?: number; withheld?: string }
+    | { kind: 'reply'; text: string; usage?: ModelUsage; sources?: ReplySource[]; confidence?: number; withheld?: string; options?: ClarifyOption[] }
     /** `withheld`: a model reply that was not sent (it promised what no tool did), kept for the log. */
     | { kind: 'handoff'; reason: HandoffReason; text?: string; usage?: ModelUsage; detail?: string; withheld?: string }
     /** The agent closed the conversation (its close_conversation tool), after saying `text` if any. */
@@ -226,6 +258,8 @@ export interface AgentReplyParams {
   confidence?: number;
   /** The agent's version that gave the reply. */
   agentVersion?: number;
+  /** A `clarify` reply's numbered options (webchat: the message frame's `options`). */
+  options?: ClarifyOption[];
 }
 
 /**

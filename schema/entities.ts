@@ -318,7 +318,7 @@ export const KnowledgeBaseSchema = new EntitySchema<KnowledgeBase>({
     id: { type: 'integer', primary: true, autoincrement: true },
     companyId: { type: 'integer' },
     name: { type: 'text' },
-    language: { type: 'text', default: 'simple' },
+    language: { type: 'text', default: 'auto' },
     embeddingBaseUrl: { type: 'text', nullable: true },
     embeddingModel: { type: 'text', nullable: true },
     embeddingApiKeySealed: { type: 'text', nullable: true, lazy: true },
@@ -443,6 +443,10 @@ export interface Agent {
   fallbackMessage: string | null;
   /** The short reply to a greeting ("hi", "привет"); null = the default text in the customer's language. */
   greeting: string | null;
+  /** The reply to a message that is not about this business (`out_of_scope`); null = a default polite line in the customer's language. */
+  outOfScopeText: string | null;
+  /** How many of the best passages a model agent is given, with their confidence (0–20; migration 0028). */
+  knowledgePassages: number;
   /** A passage's confidence (0–1, lib/knowledge/confidence.ts) below which the agent has no answer. */
   relevanceThreshold: number;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
@@ -476,6 +480,8 @@ export const AgentSchema = new EntitySchema<Agent>({
     onNoAnswer: { type: 'text', default: 'handoff' },
     fallbackMessage: { type: 'text', nullable: true },
     greeting: { type: 'text', nullable: true },
+    outOfScopeText: { type: 'text', nullable: true },
+    knowledgePassages: { type: 'integer', default: 5 },
     relevanceThreshold: { type: 'float', default: 0.35 },
     debounceMs: { type: 'integer', default: 0 },
     hours: { type: 'json', nullable: true },

@@ -3,7 +3,7 @@
 # registry when the machine's node is older), the locked dependencies, Debian's Chromium for
 # the browser tests, PostgreSQL and NATS (started when installed but stopped; NATS is
 # nats-server 2.10.23 or later, our own on 127.0.0.1:4223 when the machine's is older), the
-# type check, then every test file; at the end the suite must have left no stream or bucket
+# type check, the local sentence model's vectors, then every test file; at the end the suite must have left no stream or bucket
 # in NATS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,8 @@ ensure_postgres
 ensure_nats
 describe_nats "$TEST_NATS_URL"
 npm run typecheck
+# The local sentence model's vectors, distilled once (~10 s) rather than by each test process.
+node --import tsx scripts/local-model.ts
 # Every test file removes what it creates in the shared NATS: compared before and after.
 leftovers=$(mktemp)
 trap 'rm -f "$leftovers"' EXIT

@@ -1,8 +1,8 @@
 import type { Config } from '../../lib/config.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
 import { expiringLookups } from '../../lib/expiring-lookups.js';
-import { answerDecision, answeringPassage } from '../../lib/agents/decision.js';
-import { agentProfile, builtinAnswer, DEFAULT_PASSAGES, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
+import { answerDecision } from '../../lib/agents/decision.js';
+import { agentProfile, builtinAnswer, handoff, modelAnswer, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
 import { DEFAULT_ANSWER_LENGTH, wantsHuman } from '../../lib/agents/builtin.js';
 import { ModelCallCancelled, type ModelCall } from '../../lib/agents/openai-model.js';
 import { directAdmission, type CreditAdmission } from '../../lib/credit.js';
@@ -10,7 +10,8 @@ import type { McpConnections } from '../../lib/agents/tools/mcp-client.js';
 import { loadAgentTools, type AgentTools } from '../../lib/agents/tools/toolbox.js';
 import { DEFAULT_HISTORY_TOKEN_BUDGET } from '../../lib/agents/prompt.js';
 import { loadBaseInfo, type KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
-import { bestKnowledgeMatches, searchText, type AnswerCandidates, type Question } from '../../lib/knowledge/search.js';
+import { bestKnowledgeMatches, type AnswerCandidates, type Question } from '../../lib/knowledge/search.js';
+import { answerEvidence, type AnswerEvidence } from '../../lib/knowledge/answer-evidence.js';
 import { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
@@ -50,7 +51,9 @@ import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPa
  *   through the worker's `mcp` connections.
  *
  * Nothing relevant in the knowledge base: the agent's `onNoAnswer` (answer.ts). Every
- * handoff carries the agent's `handoffMessage`, which the host sends to the customer. Agent
+ * handoff carries the agent's `handoffMessage`, which the host sends to the customer (once:
+ * after a handoff, until a person acts, the agent is asked with `handedOver` and the options
+ * of its last `clarify` reply, and only its replies go out). Agent
  * configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it. Every
  * answer of a configured agent carries the version of the config that gave it
  * (`agentVersion`, lib/agents/versions.ts), which its message records.
@@ -62,16 +65,19 @@ export interface AgentRunnerOptions {
   maxAnswerLength?: number;
   /** Per-attempt deadline, retries, overall deadline and slow-down budget of a model call (the budget defaults to the config's MODEL_RETRY_BUDGET_MS). */
   model?: Pick<ModelCall, 'timeoutMs' | 'maxRetries' | 'totalTimeoutMs' | 'retryBudgetMs'>;
-  /** Knowledge passages put in the prompt (default 3). */
+  /** Knowledge passages put in a model agent's prompt, whatever its `knowledgePassages` says (tests). */
   knowledgePassages?: number;
   /** Token budget of the conversation history in the prompt (default 2000, estimated). */
   historyTokenBudget?: number;
   /** Stored messages read for the history, at most (default 50). */
   historyMaxMessages?: number;
-  /** Best chunks of built-in answers kept per question (default 10,000; 0: none). */
+  /** Questions whose answer evidence is kept for built-in answers (default DEFAULT_MATCH_CACHE_ENTRIES; 0: none). */
   matchCacheEntries?: number;
   now?: () => number;
 }
+
+/** Up to six passages (their texts) and their evidence per entry: a few kB each. */
+export const DEFAULT_MATCH_CACHE_ENTRIES = 5_000;
 
 export interface AgentRunnerDeps {
   orm: Orm;
@@ -118,10 +124,9 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   const ttl = options.cacheTtlMs ?? 5_000;
   const maxEntries = options.cacheMaxEntries ?? 10_000;
   const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
-  const passages = options.knowledgePassages ?? DEFAULT_PASSAGES;
   const historyBudget = options.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET;
   const historyMax = options.historyMaxMessages ?? 50;
-  const matchCacheEntries = options.matchCacheEntries ?? 10_000;
+  const matchCacheEntries = options.matchCacheEntries ?? DEFAULT_MATCH_CACHE_ENTRIES;
   const now = options.now ?? Date.now;
   const answerDeps: AnswerDeps = { sql, vectors: deps.vectors ?? new VectorIndex(), secrets, urls: deps.config, logger };
   const modelDeps = { ...answerDeps, credit: deps.credit ?? directAdmission(sql) };
@@ -152,26 +157,24 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
 
   // Questions asked while a lookup runs go together in the next one (one statement for many).
   const lookups = new Batcher<Question, AnswerCandidates | null>((questions) => bestKnowledgeMatches(sql, questions));
-  // Customers ask the same things ("when are you open?"): the answering chunk of a question, as
-  // searched (stop words out, lowercase), is kept per base and content version, so an edit
-  // of the base is seen as soon as the agent's config is (cacheTtlMs).
-  const matches = new Map<string, AnswerCandidates | null>();
-  const lookup = async (q: Question, version: string): Promise<AnswerCandidates | null> => {
-    const key = `${q.knowledgeBaseId}:${version}:${searchText(q.query)}`;
-    if (matches.has(key)) {
-      const hit = matches.get(key)!;
-      matches.delete(key);
-      matches.set(key, hit);
+  // Customers ask the same things ("when are you open?"): the evidence of a question, as written
+  // (its capitals name places and people: lib/knowledge/confidence.ts), is kept per base and
+  // content version, so an edit of the base is seen as soon as the agent's config is (cacheTtlMs).
+  const evidences = new Map<string, AnswerEvidence>();
+  const evidenceOf = async (q: Question, version: string, base: KnowledgeBaseInfo): Promise<AnswerEvidence> => {
+    const key = `${q.knowledgeBaseId}:${version}:${q.query.replace(/\s+/g, ' ').trim()}`;
+    const hit = evidences.get(key);
+    if (hit) {
+      evidences.delete(key);
+      evidences.set(key, hit);
       return hit;
     }
-    const found = await lookups.submit(q);
+    const evidence = await answerEvidence(answerDeps, base, q.query, await lookups.submit(q));
     if (matchCacheEntries > 0) {
-      if (matches.size >= matchCacheEntries) matches.delete(matches.keys().next().value!);
-      // Only the passage the answer comes from is kept (its rivals' texts would quadruple the cache).
-      const best = found && answeringPassage(found.passages);
-      matches.set(key, best && { passages: [{ ...best, matches: undefined }], facts: null });
+      if (evidences.size >= matchCacheEntries) evidences.delete(evidences.keys().next().value!);
+      evidences.set(key, evidence);
     }
-    return found;
+    return evidence;
   };
 
   async function model(input: AgentInputForRunner, config: AgentConfig): Promise<AgentOutput> {
@@ -183,9 +186,10 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
       slot: input.slot,
       onDelta: input.onDelta,
       ...(config.tools ? { tools: { tools: config.tools, mcp: deps.mcp ?? null, conversationId: input.conversationId, ledger: deps.ledgerSql ?? sql } } : {}),
-      passages,
+      ...(options.knowledgePassages !== undefined ? { passages: options.knowledgePassages } : {}),
       historyTokenBudget: historyBudget,
       model: modelOptions,
+      ...(input.handedOver ? { handedOver: true } : {}),
     });
     // The reservation is the answered message's: the host settles or releases it by that id.
     return output;
@@ -197,7 +201,14 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     if (input.signal?.aborted) throw new ModelCallCancelled();
     if (config.profile.provider === 'openai') return model(input, config);
     const version = config.base?.contentVersion ?? '0';
-    return builtinAnswer(answerDeps, config.profile, config.base, input.text, { lookup: (q) => lookup(q, version), maxLength, signal: input.signal });
+    return builtinAnswer(answerDeps, config.profile, config.base, input.text, {
+      evidence: (q) => evidenceOf(q, version, config.base!),
+      maxLength,
+      signal: input.signal,
+      // The options it offered last (the customer may pick one) and whether it handed over (then only what it can answer goes out).
+      ...(input.options?.length ? { choices: input.options } : {}),
+      ...(input.handedOver ? { handedOver: true } : {}),
+    });
   }
 
   return {

@@ -1,6 +1,6 @@
 import type { CallSlot } from '../../lib/agents/slots.js';
 import type { BusinessHours } from '../../lib/agents/hours.js';
-import type { AgentOutput } from '../../schema/conversation.js';
+import type { AgentOutput, ClarifyOption } from '../../schema/conversation.js';
 
 export type { AgentOutput };
 
@@ -19,6 +19,13 @@ export interface AgentInputForRunner {
   messageId: string;
   /** The message is the first of its conversation: there is no history to read. */
   firstMessage?: boolean;
+  /** The options of the agent's last `clarify` reply: the message may pick one ("2", a title). */
+  options?: ClarifyOption[];
+  /**
+   * The agent handed the conversation over and no person has acted yet: it answers only what
+   * it can (a greeting, an answer, a clarify); for anything else its handoff sends nothing.
+   */
+  handedOver?: boolean;
   /**
    * Aborted by the host when a human takes the conversation over (operator pause / close,
    * helpdesk transfer / close) while the agent is still thinking. A runner stops its work

@@ -183,9 +183,13 @@ export class Delivery {
   }
 }
 
-/** Why this row must not be sent any more, if it must not. */
+/**
+ * Why this row must not be sent any more, if it must not. A bot reply goes out while the bot
+ * has the conversation, or while the agent that handed it over still answers (no person has
+ * acted yet): a person acting (a pause, a reply, a transfer, a close) cancels it.
+ */
 function cancelReason(row: OutboxSend): string | null {
-  if (row.kind === 'agent_reply' && (row.conversation_status !== 'active' || row.hold_requested_at !== null)) {
+  if (row.kind === 'agent_reply' && ((row.conversation_status !== 'active' && !row.handed_over) || row.hold_requested_at !== null)) {
     return `not sent: conversation ${row.hold_requested_at ? 'held by an operator' : row.conversation_status}`;
   }
   if (row.kind === 'handoff_notice' && row.conversation_status === 'closed') return 'not sent: conversation closed';

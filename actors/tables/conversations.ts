@@ -44,8 +44,8 @@ type Column = keyof typeof conversations.columns;
 
 /** What a session is opened with (the rest has defaults). */
 const OPENED: Column[] = ['company_id', 'integration_id', 'channel', 'client_id', 'partition', 'status', 'state', 'snapshot', 'channel_id', 'transport'];
-/** What an outbox send reads of its conversation (tables/outbox.ts). */
-const SENT_WITH: Column[] = ['status', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
+/** What an outbox send reads of its conversation (tables/outbox.ts; `state`: whether the agent handed it over and still answers). */
+const SENT_WITH: Column[] = ['status', 'state', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
 /** What a step may change (updated_at is set by the database). The assignee and labels are the API's: a step never writes them. */
 const STEPPED = [
   'status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'last_message_role', 'last_message_text', 'customer_messages',
@@ -161,12 +161,15 @@ export async function conversationIdByRef(c: SqlClient, integrationId: number, r
   return rows[0] ?? null;
 }
 
-/** The sessions of a partition waiting for a debounce deadline (a worker acquiring it arms their timers). */
+/**
+ * The sessions of a partition waiting for a debounce deadline (a worker acquiring it arms their
+ * timers): active ones, and paused ones the agent handed over and still answers.
+ */
 export function conversationsWithDeadlines(c: SqlClient, partition: number): Promise<ConversationRow[]> {
   return query<ConversationRow>(
     c,
     'conv_debounce_due',
-    `select * from conversations where partition = $1 and status = 'active' and snapshot->'context'->>'answerDueAt' is not null`,
+    `select * from conversations where partition = $1 and (status = 'active' or state #> '{paused,handedOver}' is not null) and snapshot->'context'->>'answerDueAt' is not null`,
     [partition],
   );
 }

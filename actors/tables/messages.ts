@@ -23,6 +23,7 @@ export const messages = new Table('conversation_messages', {
   attachments: 'jsonb',
   sources: 'jsonb',
   confidence: 'real',
+  options: 'jsonb',
   author_id: 'uuid',
   agent_version: 'int',
 });

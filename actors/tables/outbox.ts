@@ -44,6 +44,8 @@ export interface OutboxSend extends Pick<Row<OutboxItem>, 'id' | 'company_id' | 
   /** A later row of the same conversation is waiting for this one. */
   has_next: boolean;
   conversation_status: string;
+  /** The agent handed the conversation over and no person has acted yet (`paused.handedOver`, machines/states.ts): its replies still go out. */
+  handed_over: boolean;
   hold_requested_at: Date | null;
   channel: 'helpdesk' | 'webchat';
   client_id: string;
@@ -71,7 +73,7 @@ export interface OutboxSend extends Pick<Row<OutboxItem>, 'id' | 'company_id' | 
 const sendColumns = (inserted: boolean) => `o.id::text as id, o.company_id, o.conversation_id, o.message_id::text as message_id, o.kind, o.attempts, o.partition,
   o.lease_rev::text as lease_rev, o.sending_at, o.reconcile_attempts, ${inserted ? 'false' : '(o.sending_at < now())'} as uncertain, o.last_error,
   ${inserted ? 'false' : "exists (select 1 from outbox l where l.conversation_id = o.conversation_id and l.id > o.id and l.status in ('pending', 'sending'))"} as has_next,
-  c.status as conversation_status, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id,
+  c.status as conversation_status, (c.state #> '{paused,handedOver}') is not null as handed_over, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id,
   i.api_url, i.api_token_sealed, i.handoff_group_id, m.seq, m.role, m.text, m.created_at,
   ${inserted ? 'null::text' : "case when o.kind = 'helpdesk_transfer' then (select r.external_id from conversation_messages r where r.id = m.reply_to_id) end"} as reply_to_external_id`;
 
@@ -166,7 +168,7 @@ with done as (
 update conversation_messages m set delivery = d.status, external_id = coalesce(d.external_id, m.external_id), delivery_error = d.error
 from outbox_done d where m.id = d.message_id
 returning d.id::text as outbox_id, m.id::text as id, m.company_id, m.conversation_id, m.seq, m.role, m.kind, m.text, m.external_id, m.reply_to_id::text as reply_to_id,
-  m.delivery, m.delivery_error, m.sources, m.confidence, m.author_id, m.agent_version, m.created_at`;
+  m.delivery, m.delivery_error, m.sources, m.confidence, m.options, m.author_id, m.agent_version, m.created_at`;
 
 /** Records final outcomes (of rows still sending under the given epochs); returns each finished row's message, by outbox id. */
 export async function finishSends(c: SqlClient, list: Finish[]): Promise<Map<string, MessageRow>> {

@@ -27,6 +27,8 @@ export interface BenchArgs {
   drainConversations: number;
   /** How the drain's messages are queued: straight into JetStream, or as signed webhooks through the gateway. */
   drainVia: 'direct' | 'gateway';
+  /** The drain's questions: the eight the knowledge base answers (`fixed`), or the held-out sets' (`varied`: every question different, most not answered by it). */
+  drainQuestions: 'fixed' | 'varied';
   /** Drain repetitions (the table shows the median). */
   drainRuns: number;
   latencyRate: number;
@@ -122,7 +124,8 @@ export const USAGE = `npm run bench -- [flags]
 
   ingress   --duration S (10)  --warmup S (3)  --rounds N (3)  --connections N (50)
   drain     --drain-messages N (5000)  --drain-conversations M (500)  --drain-via direct|gateway
-            --drain-runs N (1)
+            --drain-runs N (1)  --drain-questions fixed|varied (fixed: the base's eight questions;
+            varied: the held-out sets' questions, each different)
   latency   --latency-rate R (50 msg/s)  --latency-duration S (20)  --latency-clients N (250)
   actors    --actors 10000,100000  --actors-worker true|false (true)
   scaleout  --scaleout-messages N  --scaleout-conversations M (default: the drain's)
@@ -203,6 +206,7 @@ export function parseArgs(argv: string[]): BenchArgs {
     drainMessages: 5_000,
     drainConversations: 500,
     drainVia: 'direct',
+    drainQuestions: 'fixed',
     drainRuns: 1,
     latencyRate: 50,
     latencyDuration: 20,
@@ -293,6 +297,12 @@ export function parseArgs(argv: string[]): BenchArgs {
       case 'drain-messages': a.drainMessages = Math.round(num(flag, value())); break;
       case 'drain-conversations': a.drainConversations = Math.max(1, Math.round(num(flag, value()))); break;
       case 'drain-runs': a.drainRuns = Math.max(1, Math.round(num(flag, value()))); break;
+      case 'drain-questions': {
+        const v = value();
+        if (v !== 'fixed' && v !== 'varied') throw new Error('--drain-questions is fixed or varied');
+        a.drainQuestions = v;
+        break;
+      }
       case 'drain-via': {
         const v = value();
         if (v !== 'direct' && v !== 'gateway') throw new Error('--drain-via is direct or gateway');

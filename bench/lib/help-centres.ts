@@ -2,6 +2,7 @@ import type { Orm, SqlPool } from '../../lib/db.js';
 import { chunkContent } from '../../lib/knowledge/chunker.js';
 import { embedTexts, type EmbeddingModel } from '../../lib/knowledge/embeddings.js';
 import type { KnowledgeBaseInfo } from '../../lib/knowledge/retrieve.js';
+import { localIndexing } from '../../lib/knowledge/indexing.js';
 import { replaceChunks, type Exec } from '../../lib/knowledge/store.js';
 import { DOCUMENTS, type HelpDocument } from '../knowledge/help-centre.js';
 
@@ -30,10 +31,11 @@ export async function addDocument(orm: Orm, sql: SqlPool, base: KnowledgeBaseInf
   );
   const documentId = rows[0]!.id;
   const chunks = chunkContent(markdown, 'markdown');
+  const local = await localIndexing({ language: base.language, hasEmbeddingServer: base.embedding !== null }, title, markdown, chunks);
   const embeddings = base.embedding ? await embedTexts(base.embedding, chunks.map((c) => [title, ...c.headings, c.text].join('\n'))) : null;
   await orm.em.fork().transactional(async (em) => {
     const exec: Exec = (s, p) => em.execute(s, p as unknown[]);
-    await replaceChunks(exec, { companyId: base.companyId, knowledgeBaseId: base.id, documentId }, title, chunks, embeddings);
+    await replaceChunks(exec, { companyId: base.companyId, knowledgeBaseId: base.id, documentId }, title, chunks, { ...local, embeddings });
   });
   const { rows: ids } = await sql.query<{ id: string; heading: string }>(`select id, heading from knowledge_chunks where document_id = $1 and company_id = $2`, [documentId, base.companyId]);
   return new Map(ids.map((r) => [r.heading, Number(r.id)]));

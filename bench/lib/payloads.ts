@@ -1,3 +1,8 @@
+import { HELD_OUT_QUESTIONS } from '../knowledge/held-out.js';
+import { TINY_BASES_EN } from '../knowledge/held-out-tiny-en.js';
+import { TINY_BASES_RU } from '../knowledge/held-out-tiny-ru.js';
+import { TELECOM_QUESTIONS } from '../knowledge/telecom.js';
+import { HELD_OUT_UNANSWERABLE } from '../knowledge/trust-held-out.js';
 import { createHmac } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
 import { normaliseHelpdesk } from '../../gateway/webhook/helpdesk-normaliser.js';
@@ -45,6 +50,21 @@ export const QUESTIONS = [
   'When are you open on Sunday?',
   'Do you accept PayPal?',
 ];
+
+/**
+ * Every question of the held-out sets (bench/knowledge/), each made different by an order
+ * number: what a drain of realistic, varied customer messages asks (no answer cache helps).
+ */
+export function variedQuestions(): string[] {
+  const texts = [
+    ...TINY_BASES_EN.flatMap((b) => b.questions.map((q) => q.text)),
+    ...TINY_BASES_RU.flatMap((b) => b.questions.map((q) => q.text)),
+    ...HELD_OUT_QUESTIONS.map((q) => q.question),
+    ...TELECOM_QUESTIONS.map((q) => q.question),
+    ...HELD_OUT_UNANSWERABLE.map((q) => q.question),
+  ];
+  return Array.from({ length: 20_000 }, (_, i) => `${texts[i % texts.length]!} (#${10_000 + i})`);
+}
 
 export const signBody = (secret: string, body: string | Buffer): string => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 

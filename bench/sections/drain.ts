@@ -3,7 +3,7 @@ import { streamNames } from '../../lib/streams.js';
 import { CpuMeter, spawnChild } from '../lib/children.js';
 import { CHILD_BASE_ENV, newScenario, PG_BASE, pgClient, RUN_ID, type Scenario } from '../lib/env.js';
 import { startPgCounter, type PgCounter } from '../lib/pg-counter.js';
-import { envelopeOf, inboxBody, publishEnvelopes, QUESTIONS, signBody } from '../lib/payloads.js';
+import { envelopeOf, inboxBody, publishEnvelopes, QUESTIONS, signBody, variedQuestions } from '../lib/payloads.js';
 import { collectProfile, nowUs } from '../lib/profiles.js';
 import { note, progress } from '../lib/progress.js';
 import { createTenant, httpRequest, startGatewayChild, startWorkerChild, type Tenant, type WorkerChild } from '../lib/setup.js';
@@ -90,7 +90,8 @@ export async function drainOnce(
   const gateway = await startGatewayChild(s, `${label}-gateway`, { partitions: args.partitions, profile: false, nodeFlags: args.childFlags });
   const tenant: Tenant = await createTenant(gateway.url, standIn);
   const integration = { id: tenant.integrationId, companyId: tenant.companyId };
-  const bodyOf = (i: number) => inboxBody(`${RUN_ID}-${label}-${i}`, `d${i % conversations}`, QUESTIONS[Math.floor(i / conversations) % QUESTIONS.length]!, i);
+  const questions = args.drainQuestions === 'varied' ? variedQuestions() : QUESTIONS;
+  const bodyOf = (i: number) => inboxBody(`${RUN_ID}-${label}-${i}`, `d${i % conversations}`, questions[(Math.floor(i / conversations) + i) % questions.length]!, i);
 
   const q0 = performance.now();
   if (args.drainVia === 'direct') {

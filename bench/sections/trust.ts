@@ -12,6 +12,7 @@ import { HELD_OUT_GREETED_QUESTIONS, HELD_OUT_SMALL_TALK, HELD_OUT_UNANSWERABLE 
 import { newScenario } from '../lib/env.js';
 import { baseInfo, createBase, createCompany, loadLabelled } from '../lib/help-centres.js';
 import { note, progress } from '../lib/progress.js';
+import { runTinyTrust } from './trust-tiny.js';
 import type { BenchContext, Row, SectionResult } from './types.js';
 
 /**
@@ -96,7 +97,7 @@ export async function runTrust(_ctx: BenchContext): Promise<SectionResult> {
     const deps = { sql, vectors: new VectorIndex(), secrets: new SecretBox([Buffer.alloc(32)]), urls: { allowPrivateUrls: true, helpdeskGlobalUrl: '', helpdeskEuropeUrl: '' } };
     const agentAt = (base: Base, threshold: number): AgentProfile => ({
       agentId: 1, companyId: company, provider: 'builtin', knowledgeBaseId: bases[base].info.id, systemPrompt: '', modelName: null, baseUrl: null, apiKeySealed: null, pricing: null,
-      maxConcurrency: null, handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: threshold, greeting: null, debounceMs: 0, hours: null, version: 1,
+      maxConcurrency: null, handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: threshold, greeting: null, debounceMs: 0, hours: null, version: 1, outOfScopeText: null, knowledgePassages: 5,
     });
 
     const all = sets();
@@ -162,7 +163,8 @@ export async function runTrust(_ctx: BenchContext): Promise<SectionResult> {
       }
     }
     const data = Object.fromEntries(results.map(({ set, byThreshold }) => [set.name, Object.fromEntries([...byThreshold].map(([t, x]) => [t.toFixed(2), x]))]));
-    return { rows, data: { thresholds: THRESHOLDS, defaultThreshold: at, sets: data } };
+    const tiny = await runTinyTrust(orm, sql, deps);
+    return { rows: [...rows, ...tiny.rows], data: { thresholds: THRESHOLDS, defaultThreshold: at, sets: data, tiny: tiny.data } };
   } finally {
     await sql.end();
     await orm.close(true);

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import { streamNames, type StreamNames } from '../../lib/streams.js';
 import type { TenantScope } from '../../lib/tenancy.js';
+import { isHandedOver } from '../../machines/states.js';
 import { ConversationSchema, type Conversation } from '../../schema/conversation-entities.js';
 import type { InboundEnvelope, OperatorCommand } from '../../schema/envelope.js';
 
@@ -57,8 +58,10 @@ export class OperatorCommands {
   /** Publishes the command; what the worker did with it, once it did. */
   async run(tenant: TenantScope, conv: Conversation, cmd: OperatorCommand): Promise<AppliedCommand> {
     if ((cmd.action === 'reply' || cmd.action === 'note') && conv.status === 'closed') throw new AppError('CONFLICT', 'The conversation is closed.');
-    // A reply to an active conversation takes it over (the worker pauses it first): the bot is held from now on.
-    const holds = cmd.action === 'pause' || cmd.action === 'close' || (cmd.action === 'reply' && conv.status === 'active');
+    // A reply to an active conversation, or to one the agent handed over and still answers while no person has acted
+    // (`paused.handedOver`), takes it over (the worker pauses it first): the bot is held from now on.
+    const takesOver = conv.status === 'active' || isHandedOver(conv.state);
+    const holds = cmd.action === 'pause' || cmd.action === 'close' || (cmd.action === 'reply' && takesOver);
     if (holds && conv.status !== 'closed') {
       // Recorded before anything is queued: from now on no bot reply goes out.
       await tenant.em.nativeUpdate(ConversationSchema, { id: conv.id }, { holdRequestedAt: new Date() });

@@ -79,7 +79,7 @@ export const CONVERSATION = object(
     updatedAt: TIMESTAMP,
     lastMessageAt: { ...nullable(TIMESTAMP), description: 'When the last message of the customer or of whoever answered them was written.' },
     closedAt: nullable(TIMESTAMP),
-    lastMessage: { ...nullable(LAST_MESSAGE), description: "The last message of the customer or of whoever answered them (not notes, system records or the bot's handoff notices); null before any." },
+    lastMessage: { ...nullable(LAST_MESSAGE), description: "The last message of the customer or of whoever answered them (not notes, system records, the bot's handoff notices, nor what the bot answers while the conversation waits for a person it handed it to); null before any." },
     assigneeId: { ...nullable(UUID), description: 'The teammate who has it (PATCH /api/conversations/{id}); null when unassigned.' },
     labels: { ...arrayOf(STRING), description: 'The team\'s labels (PUT /api/conversations/{id}/labels).' },
     customerMessages: { ...COUNT, description: 'Customer messages in the session (a user\'s unread count is this less what they had seen).' },

@@ -3,9 +3,9 @@ import { query, type SqlPool } from '../../lib/db.js';
 import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
-import { headingPath } from '../../lib/knowledge/chunker.js';
 import { embedTexts, EmbeddingError } from '../../lib/knowledge/embeddings.js';
 import { embeddingModelOf } from '../../lib/knowledge/retrieve.js';
+import { chunkEmbeddingText, localIndexing } from '../../lib/knowledge/indexing.js';
 import { removeChunks, replaceChunks, type Exec } from '../../lib/knowledge/store.js';
 import { Deadline } from './deadline.js';
 import { ExtractionError, type DocumentFormat } from './extract.js';
@@ -240,8 +240,8 @@ export class KnowledgeIngestor {
     });
   }
 
-  /** The document's text (read now when it has none yet) and its chunks, read in a thread of the pool. */
-  async #read(doc: DocRow, deadline: Deadline, signal: AbortSignal) {
+  /** The document's text (read now when it has none yet), its chunks and their local vectors (`vectorsFor`: its title), read in a thread of the pool. */
+  async #read(doc: DocRow, deadline: Deadline, signal: AbortSignal, vectorsFor: string | undefined) {
     let job: ParseJob;
     if (doc.content !== null) job = { kind: 'chunk', content: doc.content, format: doc.format };
     else if (doc.raw) job = { kind: 'extract', format: (doc.source.type === 'url' ? 'html' : doc.source.type) as DocumentFormat, bytes: doc.raw };
@@ -250,7 +250,7 @@ export class KnowledgeIngestor {
       await this.#progress(doc, 15);
       job = { kind: 'extract', format: page.format, bytes: page.bytes, contentType: page.contentType };
     } else throw new ExtractionError('the document has nothing to read');
-    return this.#pool.run(doc.company_id, job, { signal, deadline });
+    return this.#pool.run(doc.company_id, vectorsFor === undefined ? job : { ...job, vectorsFor }, { signal, deadline });
   }
 
   /** Processes a document whose lease this process holds (see the class comment). */
@@ -267,7 +267,16 @@ export class KnowledgeIngestor {
     const signal = AbortSignal.any([closing, deadline.signal, lost.signal]);
     try {
       await this.#progress(doc, 5);
-      const { extracted, chunks } = await this.#read(doc, deadline, signal);
+      const [kb] = await query<{ language: string; embedding_base_url: string | null; embedding_model: string | null; embedding_api_key_sealed: string | null }>(
+        this.#deps.sql,
+        'kb_ingest_base',
+        `select language, embedding_base_url, embedding_model, embedding_api_key_sealed from knowledge_bases where id = $1 and company_id = $2`,
+        [doc.knowledge_base_id, doc.company_id],
+      );
+      if (!kb) throw new LeaseLost();
+      // A base without an embedding server gets the local model's vectors, made in the parse thread (titled as below).
+      const ownTitle = doc.title.trim() && doc.title !== doc.source.url ? doc.title : '';
+      const { extracted, chunks, vectors } = await this.#read(doc, deadline, signal, kb.embedding_base_url === null ? ownTitle : undefined);
       let title = doc.title;
       if (extracted) {
         // A page added without a title is named by the page (it was shown under its address meanwhile).
@@ -283,13 +292,6 @@ export class KnowledgeIngestor {
       if (chunks.length === 0) throw new ExtractionError('the document has no text to index');
       if (chunks.length > MAX_CHUNKS_PER_DOCUMENT) throw new ExtractionError(`the document makes more than ${MAX_CHUNKS_PER_DOCUMENT} chunks; split it into several documents`);
 
-      const [kb] = await query<{ embedding_base_url: string | null; embedding_model: string | null; embedding_api_key_sealed: string | null }>(
-        this.#deps.sql,
-        'kb_ingest_base',
-        `select embedding_base_url, embedding_model, embedding_api_key_sealed from knowledge_bases where id = $1 and company_id = $2`,
-        [doc.knowledge_base_id, doc.company_id],
-      );
-      if (!kb) throw new LeaseLost();
       let embeddings: number[][] | null = null;
       let model;
       try {
@@ -297,8 +299,9 @@ export class KnowledgeIngestor {
       } catch {
         throw new EmbeddingError('the embedding API key cannot be opened (SECRETS_KEY changed?); set it again');
       }
+      const local = await localIndexing({ language: kb.language, hasEmbeddingServer: model !== null }, title, chunks.map((c) => c.text).join('\n'), chunks, vectors);
       if (model) {
-        const texts = chunks.map((c) => [title, headingPath(c.headings), c.text].filter(Boolean).join('\n'));
+        const texts = chunks.map((c) => chunkEmbeddingText(title, c));
         embeddings = await embedTexts(model, texts, { signal, onBatch: (done) => this.#progress(doc, 30 + (60 * done) / texts.length) });
         await this.#setDimensions(doc, embeddings[0]?.length ?? null);
       }
@@ -307,7 +310,7 @@ export class KnowledgeIngestor {
         const exec: Exec = (sql, params) => em.execute(sql, params as unknown[]);
         const [live] = await exec(`select id from knowledge_documents where id = ? and company_id = ? and status = 'processing' for update`, [doc.id, doc.company_id]);
         if (!live) throw new LeaseLost();
-        await replaceChunks(exec, { companyId: doc.company_id, knowledgeBaseId: doc.knowledge_base_id, documentId: doc.id }, title, chunks, embeddings);
+        await replaceChunks(exec, { companyId: doc.company_id, knowledgeBaseId: doc.knowledge_base_id, documentId: doc.id }, title, chunks, { ...local, embeddings });
         await exec(
           `update knowledge_documents set status = 'ready', progress = 100, error = null, chunk_count = ?, raw = null, lease_until = null, updated_at = now()
            where id = ? and company_id = ?`,

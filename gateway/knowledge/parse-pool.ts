@@ -21,18 +21,22 @@ import { FairQueue } from './fair-queue.js';
  *   thread's memory outside its heap is read every WATCH_MS while it works: past twice the
  *   budget plus twice the input's size (and OUTSIDE_HEAP_BASE_MB) the thread is ended.
  */
-export type ParseJob =
+/** `vectorsFor`: the document's title, when its chunks get the local model's vectors too (lib/knowledge/local-model.ts). */
+export type ParseJob = (
   | { kind: 'extract'; format: DocumentFormat; bytes: Uint8Array; contentType?: string }
-  | { kind: 'chunk'; content: string; format: string };
+  | { kind: 'chunk'; content: string; format: string }
+) & { vectorsFor?: string };
 
 export type WorkerAnswer =
-  | { ok: true; extracted: Extracted | null; chunks: Chunk[] }
+  | { ok: true; extracted: Extracted | null; chunks: Chunk[]; vectors: (Float32Array | null)[] | null }
   | { ok: false; reason: 'extraction' | 'internal'; message: string };
 
 export interface ParseResult {
   /** The original's text (null for a `chunk` job). */
   extracted: Extracted | null;
   chunks: Chunk[];
+  /** The chunks' local vectors, when the job asked (null: not asked, or the model is off). */
+  vectors: (Float32Array | null)[] | null;
 }
 
 /** Reading the document took more memory than the budget. */
@@ -170,7 +174,7 @@ export class ParsePool {
       const job = slot.job;
       if (!job || m.id !== slot.id || slot.worker !== worker) return;
       this.#finish(slot);
-      if (m.ok) this.#settle(job, () => job.resolve({ extracted: m.extracted, chunks: m.chunks }));
+      if (m.ok) this.#settle(job, () => job.resolve({ extracted: m.extracted, chunks: m.chunks, vectors: m.vectors }));
       else if (m.reason === 'extraction') this.#settle(job, () => job.reject(new ExtractionError(m.message)));
       else {
         this.#options.logger.error({ err: { message: m.message } }, 'knowledge: reading a document failed unexpectedly');

@@ -1,6 +1,7 @@
 import type { Config } from '../../lib/config.js';
 import { query, type SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
+import { AUTO_LANGUAGE } from '../../lib/knowledge/language.js';
 import { indexSynonyms, removeChunks, type Exec } from '../../lib/knowledge/store.js';
 import { holdQuota, quotaExceeded, withinQuota, type QuotaCheck } from '../../lib/quotas.js';
 import type { SecretBox } from '../../lib/secrets.js';
@@ -88,7 +89,7 @@ export class KnowledgeService {
     await this.#checkLanguage(input.language);
     const now = new Date();
     const kb = tenant.em.create(KnowledgeBaseSchema, {
-      companyId: tenant.companyId, name: input.name.trim(), language: input.language ?? 'simple', embeddingBaseUrl: null, embeddingModel: null,
+      companyId: tenant.companyId, name: input.name.trim(), language: input.language ?? AUTO_LANGUAGE, embeddingBaseUrl: null, embeddingModel: null,
       embeddingApiKeySealed: null, embeddingDimensions: null, chunkCount: 0, contentVersion: '0', synonyms: synonymGroups(input.synonyms ?? [], quotas.synonymGroupsPerBase), createdAt: now, updatedAt: now,
     });
     await this.#applyEmbedding(kb, input.embedding);
@@ -169,10 +170,11 @@ export class KnowledgeService {
     return { chunks: rows.map((r) => ({ id: Number(r.id), position: r.position, heading: r.heading, content: r.content, words: r.words, embedded: r.embedded })), total };
   }
 
+  /** `auto` (each document's language detected), or a text-search configuration the database has. */
   async #checkLanguage(language: string | undefined): Promise<void> {
-    if (language === undefined) return;
+    if (language === undefined || language === AUTO_LANGUAGE) return;
     const found = await query(this.#deps.sql, 'kb_language', `select 1 from pg_ts_config where cfgname = $1`, [language]);
-    if (!found.length) throw invalidField('language', 'is not a text-search configuration of this database (e.g. simple, english, russian, german)');
+    if (!found.length) throw invalidField('language', `must be ${AUTO_LANGUAGE} or a text-search configuration of this database (e.g. english, russian, german, simple)`);
   }
 
   /** Applies an embedding model change; true when the base's chunks must be embedded again. */

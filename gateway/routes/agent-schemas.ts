@@ -39,7 +39,11 @@ export interface AgentInput {
   fallbackMessage?: string | null;
   /** The short reply to a greeting; null: a default in the customer's language (a thanks always gets the default). */
   greeting?: string | null;
+  /** The reply to a message not about this business; null: a default polite line in the customer's language. */
+  outOfScopeText?: string | null;
   relevanceThreshold?: number;
+  /** How many of the best passages a model agent is given, with their confidence (0–20). */
+  knowledgePassages?: number;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
   debounceMs?: number;
   /** Business hours; null: always open. */
@@ -98,6 +102,11 @@ const hoursSchema = {
   },
 };
 const MAX_DEBOUNCE_MS = 60_000;
+/** A model agent's passages (contract.md § Answers that find what the help centre says): retrieval is for recall, the model decides. */
+export const DEFAULT_KNOWLEDGE_PASSAGES = 5;
+const MAX_KNOWLEDGE_PASSAGES = 20;
+const OUT_OF_SCOPE_HINT = 'The reply to a message that is not about this business (the weather, a poem, another company): the conversation stays with the agent, no handoff. null: a default polite line saying what the agent can help with, in the customer\'s language.';
+const KNOWLEDGE_PASSAGES_HINT = `How many of the best passages of the knowledge base a model agent is given with their confidence, to decide whether they answer (0–${MAX_KNOWLEDGE_PASSAGES}, default ${DEFAULT_KNOWLEDGE_PASSAGES}; 0: none). The built-in agent answers from the best one and does not use it.`;
 /** contract.md § No tenant slows another down: a system prompt is at most 20000 characters. */
 const MAX_SYSTEM_PROMPT = 20_000;
 const agentProperties = {
@@ -110,7 +119,9 @@ const agentProperties = {
   onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
   fallbackMessage: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S' },
   greeting: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S', description: 'The short reply to a greeting ("hi", "good morning"); null: a default in the customer\'s language. A thanks always gets the default ("You\'re welcome!…") in the customer\'s language.' },
+  outOfScopeText: { type: ['string', 'null'], minLength: 1, maxLength: 1000, pattern: '\\S', description: OUT_OF_SCOPE_HINT },
   relevanceThreshold: FRACTION,
+  knowledgePassages: { type: 'integer', minimum: 0, maximum: MAX_KNOWLEDGE_PASSAGES, description: KNOWLEDGE_PASSAGES_HINT },
   debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS },
   hours: hoursSchema,
 };
@@ -128,7 +139,9 @@ export const agentView = (a: Agent) => ({
   onNoAnswer: a.onNoAnswer,
   fallbackMessage: a.fallbackMessage ?? DEFAULT_FALLBACK_TEXT,
   greeting: a.greeting,
+  outOfScopeText: a.outOfScopeText ?? null,
   relevanceThreshold: a.relevanceThreshold,
+  knowledgePassages: a.knowledgePassages ?? DEFAULT_KNOWLEDGE_PASSAGES,
   debounceMs: a.debounceMs,
   hours: a.hours,
   version: a.version,
@@ -150,7 +163,9 @@ export const AGENT_SCHEMA = object(
     onNoAnswer: { type: 'string', enum: ['handoff', 'fallback'] },
     fallbackMessage: STRING,
     greeting: { ...nullable(STRING), description: 'The short reply to a greeting; null: a default in the customer\'s language.' },
+    outOfScopeText: { ...nullable(STRING), description: OUT_OF_SCOPE_HINT },
     relevanceThreshold: { type: 'number', minimum: 0, maximum: 1 },
+    knowledgePassages: { type: 'integer', minimum: 0, maximum: MAX_KNOWLEDGE_PASSAGES, description: KNOWLEDGE_PASSAGES_HINT },
     debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS, description: 'Customer messages within this many ms of each other are answered once, together (0: off).' },
     hours: hoursSchema,
     version: { type: 'integer', minimum: 1, description: 'The current version: each change of anything but the name makes the next one (GET /api/agents/{id}/versions).' },
@@ -177,7 +192,9 @@ export const EXAMPLE_AGENT = {
   onNoAnswer: 'handoff',
   fallbackMessage: DEFAULT_FALLBACK_TEXT,
   greeting: 'Hello! Ask me anything about your order.',
+  outOfScopeText: 'I can help with your orders, delivery and returns.',
   relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD,
+  knowledgePassages: DEFAULT_KNOWLEDGE_PASSAGES,
   debounceMs: 1500,
   hours: EXAMPLE_HOURS,
   version: 3,

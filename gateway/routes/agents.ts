@@ -13,7 +13,7 @@ import { conflictOnUnique } from '../http/errors.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
-import { AGENT_ID, AGENT_SCHEMA, agentView, BAD_AGENT, createBody, DECIMAL, EXAMPLE_AGENT, EXAMPLE_HOURS, ONE_AGENT, patchBody, type AgentInput, type ModelInput } from './agent-schemas.js';
+import { AGENT_ID, AGENT_SCHEMA, agentView, BAD_AGENT, createBody, DECIMAL, DEFAULT_KNOWLEDGE_PASSAGES, EXAMPLE_AGENT, EXAMPLE_HOURS, ONE_AGENT, patchBody, type AgentInput, type ModelInput } from './agent-schemas.js';
 
 /*
  * The agents' routes, and what their fields must be beyond what the schemas of
@@ -99,7 +99,9 @@ export async function applyAgentInput(tenant: TenantScope, agent: Agent, body: A
   if (body.onNoAnswer !== undefined) agent.onNoAnswer = body.onNoAnswer;
   if (body.fallbackMessage !== undefined) agent.fallbackMessage = body.fallbackMessage === null ? null : body.fallbackMessage.trim();
   if (body.greeting !== undefined) agent.greeting = body.greeting === null ? null : body.greeting.trim();
+  if (body.outOfScopeText !== undefined) agent.outOfScopeText = body.outOfScopeText === null ? null : body.outOfScopeText.trim();
   if (body.relevanceThreshold !== undefined) agent.relevanceThreshold = body.relevanceThreshold;
+  if (body.knowledgePassages !== undefined) agent.knowledgePassages = body.knowledgePassages;
   if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
   if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
   await applyModel(agent, body.model, secrets, config);
@@ -151,7 +153,8 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
           modelName: null, modelBaseUrl: null, modelApiKeySealed: null, modelPricing: null, modelMaxConcurrency: null,
           knowledgeBaseId: body.knowledgeBaseId ?? null, handoffMessage: body.handoffMessage?.trim() ?? null, spendCapUsdPerDay: body.spendCapUsdPerDay ?? null,
           onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null, greeting: body.greeting?.trim() ?? null,
-          relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
+          outOfScopeText: body.outOfScopeText?.trim() ?? null,
+          relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD, knowledgePassages: body.knowledgePassages ?? DEFAULT_KNOWLEDGE_PASSAGES,
           debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
           createdAt: now, updatedAt: now,
         } as never);
@@ -182,7 +185,10 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
       summary: 'Change an agent (only the fields sent; null restores a default)',
       description: 'A change of anything but `name` makes a new version of the agent (GET /api/agents/{id}/versions).',
       params: [AGENT_ID],
-      body: { validators: [patchBody], example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', debounceMs: 1500, hours: EXAMPLE_HOURS } },
+      body: {
+        validators: [patchBody],
+        example: { onNoAnswer: 'fallback', spendCapUsdPerDay: '2.50', greeting: 'Hello! Ask me anything about your order.', outOfScopeText: 'I can help with your orders, delivery and returns.', knowledgePassages: 8, debounceMs: 1500, hours: EXAMPLE_HOURS },
+      },
       responses: { 200: { description: 'The agent as it is now.', ...ONE_AGENT } },
       errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: BAD_AGENT, CONFLICT: 'the agent was changed at the same moment' },
       load: loadPathAgent,

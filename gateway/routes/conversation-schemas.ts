@@ -116,6 +116,9 @@ export const CONVERSATION_ITEM = object(
 );
 export const EXAMPLE_CONVERSATION_ITEM = { ...EXAMPLE_CONVERSATION, assigneeId: EXAMPLE_USER_ID, assignee: EXAMPLE_TEAMMATE, unread: 1, customer: { name: 'Maria' } };
 
+/** One numbered option of a `clarify` reply: an article the question may be about. */
+export const CLARIFY_OPTION = object({ documentId: ID, chunkId: BIG_ID, title: STRING }, { title: 'ClarifyOption' });
+
 export const MESSAGE = object(
   {
     id: BIG_ID,
@@ -129,6 +132,7 @@ export const MESSAGE = object(
     deliveryError: { ...nullable(STRING), description: 'Why a reply was not delivered.' },
     sources: { ...nullable(arrayOf(SOURCE)), description: "An agent reply's knowledge sources; null for other messages." },
     confidence: { ...nullable({ type: 'number', minimum: 0, maximum: 1 }), description: 'An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null for other messages.' },
+    options: { ...nullable(arrayOf(CLARIFY_OPTION)), description: "A `clarify` reply's numbered options (\"Do you mean: 1. Returns 2. Exchanges?\"), in the order offered: the customer's next message may pick one; null for other messages." },
     authorId: { ...nullable(UUID), description: 'The teammate who wrote an operator reply or note; null otherwise (and for API tokens).' },
     author: { ...nullable(TEAMMATE), description: 'That teammate, null when there is none (or they were removed).' },
     agentVersion: { ...nullable({ type: 'integer', minimum: 1 }), description: "An agent reply or handoff notice: the agent's version that gave it (GET /api/agents/{id}/versions); null for other messages and for answers from before versions." },
@@ -148,8 +152,8 @@ export const TRANSITION = object(
   },
   { title: 'Transition' },
 );
-export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, authorId: null, author: null, agentVersion: 3, createdAt: EXAMPLE_TIME };
-export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryError: null, sources: null, confidence: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, agentVersion: null, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, options: null, authorId: null, author: null, agentVersion: 3, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryError: null, sources: null, confidence: null, options: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, agentVersion: null, createdAt: EXAMPLE_TIME };
 export const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
 export const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
 export const ONE_CONVERSATION_ITEM = { schema: object({ conversation: CONVERSATION_ITEM }), example: { conversation: EXAMPLE_CONVERSATION_ITEM } };

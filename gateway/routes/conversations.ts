@@ -234,7 +234,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): readonly Route[
     defineRoute({
       method: 'POST', path: '/conversations/:id/messages', operationId: 'replyToConversation', tag: 'Conversations', access: 'any',
       summary: "An operator reply, sent to the customer through the conversation's channel",
-      description: 'A reply to an `active` conversation takes it over: the bot is paused first (`paused.operator`, the user recorded) and stays silent until resumed. A user\'s reply to an unassigned conversation also assigns it to them.',
+      description: 'A reply to an `active` conversation, or to one the agent handed over that no person has answered yet (`paused.handedOver`: the agent still answers what it can meanwhile), takes it over: the bot is paused first (`paused.operator`, the user recorded) and stays silent until resumed. A user\'s reply to an unassigned conversation also assigns it to them.',
       params: [CONVERSATION_ID],
       body: { validators: [replyBody], example: { text: 'A colleague will call you back today.' } },
       responses: { 200: { description: 'The conversation once the reply is recorded.', ...ONE_CONVERSATION } },

@@ -10,12 +10,14 @@ import { loadBaseInfo } from '../../lib/knowledge/retrieve.js';
 import type { VectorIndex } from '../../lib/knowledge/vectors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
+import type { AnswerDecision } from '../../schema/conversation.js';
 import { AgentEvaluationSchema, type AgentEvaluation } from '../../schema/entities.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BIG_ID, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, SOURCE, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, type BodyValidator } from '../http/validate.js';
 import { AGENT_ID } from './agent-schemas.js';
+import { CLARIFY_OPTION } from './conversation-schemas.js';
 import { loadPathAgent } from './agents.js';
 
 /**
@@ -49,7 +51,7 @@ const body = bodyValidator<{ cases: EvaluationCase[] }>({
           // strings) so a bad phrase is named by its index rather than folded into an anyOf.
           expect: {
             type: ['array', 'string'],
-            description: 'The phrases the answer must contain, or "handoff": the agent must not answer this question (it hands over, or says its fallback text).',
+            description: 'The phrases the answer must contain, or "handoff": the agent must not answer this question (it hands over, says its fallback text, declines a question not about the business, or asks which article was meant).',
             maxItems: 20,
             items: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
             pattern: `^${EXPECT_HANDOFF}$`,
@@ -153,6 +155,21 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
   ];
 }
 
+/** The kinds of AnswerDecision (schema/conversation.ts), as the API documents them. */
+export const DECISION_KINDS = ['greeting', 'thanks', 'answer', 'clarify', 'out_of_scope', 'no_answer', 'asked_for_human'] as const satisfies readonly AnswerDecision['kind'][];
+/** A passage a decision weighed (schema/conversation.ts DecisionPassage): its confidence, and the evidence it was built from. */
+export const DECISION_PASSAGE = object(
+  {
+    documentId: ID,
+    chunkId: BIG_ID,
+    title: STRING,
+    confidence: { type: 'number', minimum: 0, maximum: 1, description: 'How well the passage answers the question, 0–1, from the lexical and the semantic evidence together.' },
+    lexical: { type: 'number', minimum: 0, maximum: 1, description: "The lexical evidence: how much of the question's words the passage covers, 0–1." },
+    semantic: { type: 'number', description: 'The semantic evidence: the cosine similarity of the question and the passage, −1 to 1 (absent: no vectors).' },
+  },
+  { title: 'DecisionPassage', optional: ['lexical', 'semantic'] },
+);
+
 const EVALUATION = object(
   {
     id: ID,
@@ -173,16 +190,20 @@ const EVALUATION = object(
         confidence: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'How sure the agent was that its sources answer the question, 0–1 (grounded replies only; else null).' },
         decision: {
           type: ['string', 'null'],
-          enum: ['greeting', 'thanks', 'answer', 'no_answer', 'asked_for_human', null],
-          description: 'What the agent decided: a greeting or thanks, an answer from the knowledge, no answer (it handed over or said its fallback text), or the customer asked for a person.',
+          enum: [...DECISION_KINDS, null],
+          description:
+            'What the agent decided: a greeting or thanks, an answer from the knowledge, a question back when two or three articles are close (`clarify`: which one, `options`), ' +
+            'a polite decline of a question not about this business (`out_of_scope`, no handoff), no answer (it handed over or said its fallback text), or the customer asked for a person. ' +
+            'null: the answer path decided nothing (a handoff for want of credit or a working model).',
         },
         bestMatch: {
-          ...nullable(object({ documentId: ID, chunkId: BIG_ID, title: STRING, confidence: { type: 'number', minimum: 0, maximum: 1 } }, { title: 'DecisionPassage' })),
+          ...nullable(DECISION_PASSAGE),
           description: 'The best passage the agent found, with how well it answers the question (also when it did not answer).',
         },
+        options: { ...arrayOf(CLARIFY_OPTION), description: 'A `clarify` decision only: the articles the customer was asked to choose from, in the order offered.' },
         pass: BOOLEAN,
         missing: { ...arrayOf(STRING), description: 'The expected phrases the answer lacks.' },
-      }),
+      }, { optional: ['options'] }),
     ),
     createdAt: TIMESTAMP,
   },

@@ -29,7 +29,10 @@ const embeddingProperty = {
     apiKey: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
   },
 };
-const languageProperty = { type: 'string', minLength: 1, maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_.]*$' };
+const LANGUAGE_HINT =
+  '`auto` (the default): each document is stemmed in the language it is detected in, a question searched in its own. ' +
+  'Or a PostgreSQL text-search configuration of the database (english, russian, german, simple: no stemming, …) for every document.';
+const languageProperty = { type: 'string', minLength: 1, maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_.]*$', description: LANGUAGE_HINT };
 /** How many groups a base holds is its company's quota (QUOTA_SYNONYM_GROUPS_PER_BASE, 403 past it); a group's size and its terms' length are refused with 400. */
 const synonymsProperty = {
   type: 'array',
@@ -120,7 +123,7 @@ export const KNOWLEDGE_BASE = object(
   {
     id: ID,
     name: STRING,
-    language: { type: 'string', description: 'A PostgreSQL text-search configuration (simple, english, russian, …).' },
+    language: { type: 'string', description: LANGUAGE_HINT },
     embedding: nullable(object({ baseUrl: STRING, name: STRING, hasApiKey: BOOLEAN, dimensions: nullable(COUNT) })),
     synonyms: { ...arrayOf(arrayOf(STRING)), description: "The base's own synonym groups (the built-in English and Russian ones always apply too)." },
     chunks: COUNT,
@@ -168,6 +171,6 @@ export const BASE_ID = idPathParam('knowledge base');
 export const DOCUMENT_ID = idPathParam('document', 'docId');
 export const NO_BASE = 'no such knowledge base';
 export const NO_DOCUMENT = 'no such knowledge base or document';
-export const BAD_BASE = `a bad field (a synonym group of more than ${MAX_SYNONYMS_PER_GROUP} terms, a term over ${MAX_SYNONYM_LENGTH} characters), a language the database does not have, an embedding baseUrl at a private address, or a new embedding baseUrl without its apiKey`;
+export const BAD_BASE = `a bad field (a synonym group of more than ${MAX_SYNONYMS_PER_GROUP} terms, a term over ${MAX_SYNONYM_LENGTH} characters), a language neither auto nor a text-search configuration of the database, an embedding baseUrl at a private address, or a new embedding baseUrl without its apiKey`;
 export const TOO_MANY_SYNONYMS = 'more synonym groups than QUOTA_SYNONYM_GROUPS_PER_BASE (2000 by default; `details: [{field: "synonyms", message: "limit N"}]`)';
 

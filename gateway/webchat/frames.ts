@@ -14,8 +14,10 @@ import { storable } from '../../lib/text.js';
  * one, and a second `welcome` announces it; `greeting`: the integration's agent's greeting or
  * the default, for the widget to show on first open, never stored), `ack {clientMessageId,
  * seq, conversationId}` (the session the message was stored in), `message {seq, role, text,
- * at, name}` (`name`: an operator's display name; null for the others and for an operator
- * without one; an operator's note is never sent), `status {status}`, `pong`,
+ * at, name, options?}` (`name`: an operator's display name; null for the others and for an
+ * operator without one; an operator's note is never sent; `options`: only on an agent's
+ * `clarify` reply, the titles of its numbered options in order, `["Returns", "Exchanges"]`:
+ * the visitor may answer with one), `status {status}`, `pong`,
  * `error {code, message}` (an error about one message frame also names its `clientMessageId`),
  * `typing {role:"agent"}` (the agent started on an answer) and `delta {conversationId, text}`
  * (the next piece of a model reply being written; the `message` that follows is the reply
@@ -30,7 +32,7 @@ export type ClientFrame =
 export type ServerFrame =
   | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null; greeting: string }
   | { type: 'ack'; clientMessageId: string; seq: number; conversationId: number }
-  | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string; name: string | null }
+  | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string; name: string | null; options?: string[] }
   | { type: 'status'; status: 'active' | 'paused' | 'closed' }
   | { type: 'pong' }
   | { type: 'typing'; role: 'agent' }

@@ -226,5 +226,8 @@ export class SessionPump {
 }
 
 function messageFrame(m: StoredMessage): Extract<ServerFrame, { type: 'message' }> {
-  return { type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString(), name: m.role === 'operator' ? m.name : null };
+  const frame: Extract<ServerFrame, { type: 'message' }> = { type: 'message', seq: m.seq, role: m.role as 'customer' | 'agent' | 'operator', text: m.text, at: new Date(m.created_at).toISOString(), name: m.role === 'operator' ? m.name : null };
+  // A clarify reply: the titles of its numbered options, for the widget to offer as choices.
+  if (m.options?.length) frame.options = m.options.map((o) => o.title);
+  return frame;
 }

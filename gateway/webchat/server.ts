@@ -262,7 +262,7 @@ export const webchatRouteDoc: RouteDoc = {
     '| direction | frames |',
     '|---|---|',
     '| client → server | `hello {visitorToken?, lastSeq?, conversationId?}`, `message {clientMessageId, text}`, `typing {role?: "customer"}` (accepted silently, never stored), `ping` |',
-    '| server → client | `welcome {visitorId, visitorToken, conversationId, greeting}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at, name}`; `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
+    '| server → client | `welcome {visitorId, visitorToken, conversationId, greeting}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at, name, options?}` (`options`: on a clarify reply only, the titles of its numbered options in order); `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
     '',
     `\`welcome.greeting\` is the integration's agent's \`greeting\`, else "${DEFAULT_WIDGET_GREETING}": the widget shows it when the chat opens (it is not a message: never stored, no seq). \`message.name\` is an operator's display name (null for the customer's and the agent's messages, and for an operator without one). An operator's note (\`kind: "note"\`) never reaches the socket.`,
     '',

@@ -27,6 +27,8 @@ export interface StoredMessage {
   name: string | null;
   external_id: string | null;
   delivery: string | null;
+  /** A `clarify` reply's numbered options, in the order offered; null otherwise. */
+  options: { title: string }[] | null;
   created_at: Date;
 }
 
@@ -66,13 +68,13 @@ const STORED_CUSTOMER_MESSAGES_SQL = `
 // up for operator rows only (CASE evaluates the subquery for them alone): the agent's and
 // the customer's rows, nearly all of them, cost no lookup.
 const MESSAGES_AFTER_SQL = `
-  select q.i::int as i, c.status, m.seq, m.role, m.kind, m.text, m.name, m.external_id, m.delivery, m.created_at
+  select q.i::int as i, c.status, m.seq, m.role, m.kind, m.text, m.name, m.external_id, m.delivery, m.options, m.created_at
   from unnest($1::int[], $2::int[]) with ordinality as q(conversation_id, after_seq, i)
   join conversations c on c.id = q.conversation_id
   left join lateral (
     select seq, role, kind, case when kind = 'note' then '' else text end as text,
       case when role = 'operator' and kind <> 'note' and author_id is not null then (select nullif(display_name, '') from users where id = author_id) end as name,
-      external_id, delivery, created_at
+      external_id, delivery, options, created_at
     from conversation_messages
     where conversation_id = q.conversation_id and seq > q.after_seq
     order by seq limit $3

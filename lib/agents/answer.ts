@@ -5,15 +5,15 @@ import { directAdmission, releaseReservations, type CreditAdmission } from '../c
 import { DEFAULT_MODEL_RETRY_BUDGET_MS } from '../config.js';
 import type { SqlClient, SqlPool } from '../db.js';
 import { formatUsd } from '../money.js';
-import { ANSWER_CANDIDATES, bestKnowledgeMatches, type AnswerCandidates, type Question } from '../knowledge/search.js';
 import { searchKnowledge, type KnowledgeBaseInfo, type SearchHit } from '../knowledge/retrieve.js';
 import type { VectorIndex } from '../knowledge/vectors.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
 import type { AgentOutput, AnswerDecision, HandoffReason, ReplySource } from '../../schema/conversation.js';
 import type { Agent, ModelPricing } from '../../schema/entities.js';
-import { composeAnswer, DEFAULT_ANSWER_LENGTH, wantsHuman } from './builtin.js';
-import { answerDecision, answeringPassage, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
+import { builtinAnswer } from './builtin-answer.js';
+import { wantsHuman } from './builtin.js';
+import { answerDecision, answeringPassage, decisionPassage, smallTalkOf } from './decision.js';
 import type { BusinessHours } from './hours.js';
 import { callChatModel, DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_MODEL_TOTAL_TIMEOUT_MS, ModelCallCancelled, type ModelCall, type ModelResult } from './openai-model.js';
 import { costUsd, pricingFor, reservationUsd } from './pricing.js';
@@ -44,7 +44,14 @@ import { MAX_TOOL_CALLS_PER_ANSWER, Toolbox, type AgentTools } from './tools/too
 export const DEFAULT_FALLBACK_TEXT = "Sorry, I don't have an answer to that.";
 /** Chosen on the trust bench's development set (bench/sections/trust.ts): see lib/knowledge/confidence.ts. */
 export const DEFAULT_RELEVANCE_THRESHOLD = 0.35;
-export const DEFAULT_PASSAGES = 3;
+/** Passages a model agent gets by default (`agent.knowledgePassages`). */
+export const DEFAULT_PASSAGES = 5;
+/**
+ * A model agent's passages need only this confidence: retrieval is for recall, the model
+ * decides whether they answer (contract.md § Answers that find what the help centre says);
+ * the agent's relevanceThreshold is the built-in agent's bar.
+ */
+export const MODEL_PASSAGE_FLOOR = 0.1;
 
 /** What answering needs to know of an agent. */
 export interface AgentProfile {
@@ -66,6 +73,10 @@ export interface AgentProfile {
   relevanceThreshold: number;
   /** The reply to a greeting; null: the default in the customer's language. */
   greeting: string | null;
+  /** The reply to a message not about this business (`out_of_scope`); null: a default polite line in the customer's language. */
+  outOfScopeText: string | null;
+  /** How many of the best passages a model agent is given, with their confidence (0–20). */
+  knowledgePassages: number;
   /** Customer messages within this many ms of each other are answered once, together (0: off). */
   debounceMs: number;
   /** Business hours; null: always open. */
@@ -92,6 +103,8 @@ export function agentProfile(a: Agent): AgentProfile {
     fallbackMessage: a.fallbackMessage,
     relevanceThreshold: a.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
     greeting: a.greeting ?? null,
+    outOfScopeText: a.outOfScopeText ?? null,
+    knowledgePassages: a.knowledgePassages ?? 5,
     debounceMs: a.debounceMs ?? 0,
     hours: a.hours ?? null,
     version: a.version ?? 1,
@@ -109,28 +122,7 @@ export function noAnswer(agent: AgentProfile | null, extra: Partial<Extract<Agen
   return { kind: 'handoff', reason: 'no_answer', text: `${fallback} ${agent?.handoffMessage ?? DEFAULT_HANDOFF_TEXT}`, ...extra };
 }
 
-const sourceOf = (m: { documentId: number; chunkId: number; title: string }): ReplySource => ({ documentId: m.documentId, chunkId: m.chunkId, title: m.title });
-
-/**
- * The built-in reply to `question` (small talk already taken off) from the candidate passages:
- * the most confident one when it reaches the threshold, else no answer. Pure.
- */
-export function builtinReply(agent: AgentProfile, base: KnowledgeBaseInfo, question: string, found: AnswerCandidates | null, maxLength = DEFAULT_ANSWER_LENGTH): AgentOutput {
-  const best = answeringPassage(found?.passages ?? []);
-  const decide = (kind: 'answer' | 'no_answer') => answerDecision(kind, { knowledgeBaseId: base.id, question, threshold: agent.relevanceThreshold, best: best && decisionPassage(best) });
-  if (!best || best.confidence < agent.relevanceThreshold) return noAnswer(agent, { decision: decide('no_answer') });
-  const text = composeAnswer(question, { title: best.title, content: best.content }, maxLength);
-  if (!text) return noAnswer(agent, { decision: decide('no_answer') });
-  return { kind: 'reply', text, sources: [sourceOf(best)], confidence: best.confidence, decision: decide('answer') };
-}
-
-/** A greeting or thanks and nothing else: the short reply (null when the message asks something). */
-export function smallTalkAnswer(agent: AgentProfile, base: KnowledgeBaseInfo | null, text: string): { output: AgentOutput | null; question: string } {
-  const talk = smallTalkOf(text);
-  if (!talk.kind || talk.question) return { output: null, question: talk.question || text };
-  const decision = answerDecision(talk.kind, { knowledgeBaseId: base?.id ?? null, question: text, threshold: agent.relevanceThreshold });
-  return { output: { kind: 'reply', text: smallTalkReply(talk.kind, text, agent.greeting), sources: [], decision }, question: '' };
-}
+export const sourceOf = (m: { documentId: number; chunkId: number; title: string }): ReplySource => ({ documentId: m.documentId, chunkId: m.chunkId, title: m.title });
 
 export interface AnswerDeps {
   sql: SqlClient;
@@ -140,34 +132,10 @@ export interface AnswerDeps {
   logger?: Logger;
 }
 
+export { builtinAnswer, builtinReply, smallTalkAnswer } from './builtin-answer.js';
+
 /** What a model agent's answer needs besides: how its call gets its credit (the worker's waits for the company's calls in flight). */
 export type ModelAnswerDeps = AnswerDeps & { credit: CreditAdmission };
-
-/**
- * The built-in agent's answer. A base without an embedding model is searched by the lexical
- * signals in one statement (`lookup`: the worker batches the questions of many customers
- * into it); a base with one by every signal (one call to its embedding server).
- */
-export async function builtinAnswer(
-  deps: AnswerDeps,
-  agent: AgentProfile,
-  base: KnowledgeBaseInfo | null,
-  question: string,
-  options: { lookup?: (q: Question) => Promise<AnswerCandidates | null>; maxLength?: number; signal?: AbortSignal } = {},
-): Promise<AgentOutput> {
-  const talk = smallTalkAnswer(agent, base, question);
-  if (talk.output) return talk.output;
-  if (!base) return noAnswer(agent, { decision: answerDecision('no_answer', { knowledgeBaseId: null, question, threshold: agent.relevanceThreshold }) });
-  let found: AnswerCandidates | null;
-  if (base.embedding) {
-    const hits = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, talk.question, { limit: ANSWER_CANDIDATES, signal: options.signal });
-    found = hits.length ? { passages: hits, facts: null } : null;
-  } else {
-    const q = { companyId: base.companyId, knowledgeBaseId: base.id, query: talk.question };
-    found = options.lookup ? await options.lookup(q) : ((await bestKnowledgeMatches(deps.sql, [q]))[0] ?? null);
-  }
-  return builtinReply(agent, base, talk.question, found, options.maxLength);
-}
 
 export interface ModelAnswerOptions {
   history: HistoryMessage[];
@@ -184,6 +152,8 @@ export interface ModelAnswerOptions {
   onDelta?: (text: string) => void;
   /** The company's tools the agent is offered (lib/agents/tools/toolbox.ts); none: only the built-in ones. */
   tools?: AnswerTools;
+  /** The agent handed the conversation over and no person acted yet (schema/conversation.ts AgentInput). */
+  handedOver?: boolean;
 }
 
 export interface AnswerTools {
@@ -259,7 +229,7 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
     log('error', { err }, 'agent: the model API key cannot be opened (SECRETS_KEY rotated away?); handing off');
     return none(handoff(agent, 'model_failed', { detail: 'model API key unreadable' }));
   }
-  const passages = o.passages ?? DEFAULT_PASSAGES;
+  const passages = o.passages ?? agent.knowledgePassages;
   // Small talk needs no knowledge; a greeting before a question is not searched for.
   const talk = smallTalkOf(question);
   const asked = talk.kind ? talk.question : question;
@@ -267,15 +237,15 @@ export async function modelAnswer(deps: ModelAnswerDeps, agent: AgentProfile, ba
   if (base && passages > 0 && asked) {
     hits = await searchKnowledge({ sql: deps.sql, vectors: deps.vectors, logger: deps.logger }, base, asked, { limit: Math.max(passages, 1), signal: o.signal });
   }
-  // Only passages that answer the question go to the model as knowledge.
-  const found = hits.filter((h) => h.confidence >= agent.relevanceThreshold).slice(0, passages);
+  // The best passages above a low floor go to the model, with how sure search is of each.
+  const found = hits.filter((h) => h.confidence >= MODEL_PASSAGE_FLOOR).slice(0, passages);
   const bestHit = answeringPassage(hits);
   const decide = (kind: AnswerDecision['kind']) =>
     answerDecision(talk.kind && !asked ? talk.kind : kind, { knowledgeBaseId: base?.id ?? null, question: asked || question, threshold: agent.relevanceThreshold, best: bestHit && decisionPassage(bestHit) });
   const tools = o.tools && o.tools.tools.size > 0 ? o.tools : null;
   const messages = buildPrompt({
     systemPrompt: agent.systemPrompt,
-    passages: found.map((p) => ({ title: p.heading ? `${p.title} › ${p.heading}` : p.title, snippet: p.content })),
+    passages: found.map((p) => ({ title: `${p.heading ? `${p.title} › ${p.heading}` : p.title} (match ${Math.round(p.confidence * 100)} %)`, snippet: p.content })),
     hasKnowledgeBase: base !== null,
     hasTools: tools !== null,
     history: o.history,

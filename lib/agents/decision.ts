@@ -21,10 +21,10 @@ const GREETINGS = [
   // English
   'good morning', 'good afternoon', 'good evening', 'good day', 'hello there', 'hi there', 'hey there', 'hi all', 'hello all', 'hello everyone', 'hi everyone',
   'dear team', 'dear support', 'hi team', 'hello team', 'hey team', 'how are you', 'how are you doing', 'how is it going', 'hows it going', 'whats up', 'good to see you',
-  'hello', 'hi', 'hey', 'hiya', 'howdy', 'greetings', 'yo', 'morning', 'evening', 'heya', 'helo', 'hallo', 'hii', 'hiii', 'heyy', 'sup',
+  'anyone there', 'anybody there', 'is anyone there', 'is anybody there', 'hello', 'hi', 'hey', 'hiya', 'howdy', 'greetings', 'yo', 'morning', 'evening', 'heya', 'helo', 'hallo', 'hii', 'hiii', 'heyy', 'sup',
   // Russian, Ukrainian
   'доброе утро', 'добрый день', 'добрый вечер', 'доброй ночи', 'доброго дня', 'доброго времени суток', 'всем привет', 'привет всем', 'как дела', 'как поживаете',
-  'здравствуйте', 'здравствуй', 'здрасте', 'здрасьте', 'привет', 'приветик', 'приветствую', 'хай', 'салют', 'здорово', 'день добрый', 'вечер добрый',
+  'есть кто', 'есть кто нибудь', 'кто нибудь здесь', 'приветствую вас', 'здравствуйте', 'здравствуй', 'здрасте', 'здрасьте', 'привет', 'приветик', 'приветствую', 'хай', 'салют', 'здорово', 'день добрый', 'вечер добрый',
   'доброго ранку', 'добрий день', 'добрий вечір', 'вітаю', 'привіт',
   // German, Spanish, Portuguese, French, Italian
   'guten morgen', 'guten tag', 'guten abend', 'servus', 'moin', 'buenos dias', 'buenas tardes', 'buenas noches', 'hola', 'bom dia', 'boa tarde', 'boa noite', 'ola', 'oi',
@@ -33,14 +33,14 @@ const GREETINGS = [
 
 const THANKS = [
   // English
-  'thank you very much', 'thank you so much', 'thanks a lot', 'thanks so much', 'many thanks', 'thanks a bunch', 'much appreciated', 'thank you', 'thanks', 'thx', 'thnx', 'thanx', 'ty', 'tysm', 'cheers',
+  'thanks for your help', 'thank you for your help', 'thanks for the help', 'thanks for helping', 'thanks a million', 'thank you very much', 'thank you so much', 'thanks a lot', 'thank u', 'thanks mate', 'cheers mate', 'thanks so much', 'many thanks', 'thanks a bunch', 'much appreciated', 'thank you', 'thanks', 'thx', 'thnx', 'thanx', 'ty', 'tysm', 'cheers',
   'that helps', 'that helped', 'that was helpful', 'very helpful', 'that is helpful', 'thats helpful', 'helpful', 'appreciate it', 'i appreciate it', 'great', 'perfect', 'awesome', 'excellent', 'wonderful', 'nice', 'cool', 'super',
   'got it', 'understood', 'i see', 'makes sense', 'that makes sense', 'all clear', 'clear', 'ok', 'okay', 'okey', 'k', 'kk', 'alright', 'all right', 'fine', 'good', 'sure', 'noted', 'no problem',
-  'bye', 'goodbye', 'good bye', 'bye bye', 'see you', 'see ya', 'have a nice day', 'have a good day', 'have a great day', 'have a good one', 'have a nice one', 'have a great one', 'take care', 'that is all', 'thats all', 'thats it', 'that is it', 'nothing else',
+  'bye', 'goodbye', 'good bye', 'bye bye', 'see you', 'see ya', 'have a nice day', 'have a good day', 'have a great day', 'have a good one', 'have a nice one', 'have a great one', 'take care', 'that is all', 'thats all', 'thats it', 'that is it', 'nothing else', 'thats all i needed', 'that is all i needed', 'thats all i need', 'bye for now',
   // Russian, Ukrainian
-  'большое спасибо', 'спасибо большое', 'огромное спасибо', 'спасибо огромное', 'спасибо за помощь', 'спасибо вам', 'благодарю вас', 'благодарю', 'спасибо', 'спс', 'пасиб', 'пасибо', 'сенкс',
+  'спасибо за ответ', 'спасибо за информацию', 'спасибки', 'спасибочки', 'большое спасибо', 'спасибо большое', 'огромное спасибо', 'спасибо огромное', 'спасибо за помощь', 'спасибо вам', 'благодарю вас', 'благодарю', 'спасибо', 'спс', 'пасиб', 'пасибо', 'сенкс',
   'все понятно', 'теперь понятно', 'все ясно', 'теперь ясно', 'понятно', 'ясно', 'понял', 'поняла', 'понял спасибо', 'хорошо', 'отлично', 'супер', 'класс', 'ок', 'окей', 'ладно', 'договорились', 'помогло', 'вы помогли',
-  'до свидания', 'всего доброго', 'всего хорошего', 'хорошего дня', 'пока', 'до встречи', 'больше ничего', 'это все',
+  'до свидания', 'всего доброго', 'всего хорошего', 'хорошего дня', 'пока', 'до встречи', 'больше ничего', 'это все', 'все спасибо',
   'дякую', 'щиро дякую', 'дуже дякую', 'до побачення', 'все зрозуміло', 'зрозуміло', 'добре',
   // German, Spanish, Portuguese, French, Italian
   'vielen dank', 'danke schön', 'danke schon', 'danke', 'tschüss', 'tschuss', 'muchas gracias', 'gracias', 'adios', 'obrigado', 'obrigada', 'merci beaucoup', 'merci', 'au revoir', 'grazie mille', 'grazie',
@@ -137,16 +137,27 @@ export function answeringPassage<T extends Pick<BestMatch, 'confidence'>>(passag
   return best;
 }
 
-export const decisionPassage = (p: Pick<BestMatch, 'documentId' | 'chunkId' | 'title' | 'confidence'>): DecisionPassage => ({
+export const decisionPassage = (p: Pick<BestMatch, 'documentId' | 'chunkId' | 'title' | 'confidence'> & { lexical?: number; semantic?: number | null }): DecisionPassage => ({
   documentId: p.documentId, chunkId: p.chunkId, title: p.title, confidence: p.confidence,
+  ...(typeof p.lexical === 'number' ? { lexical: p.lexical } : {}),
+  ...(typeof p.semantic === 'number' ? { semantic: p.semantic } : {}),
 });
 
-export function answerDecision(kind: AnswerDecision['kind'], input: { knowledgeBaseId: number | null; question: string; threshold: number; best?: DecisionPassage | null }): AnswerDecision {
+/** Passages a decision records (the best and its rivals). */
+export const DECISION_PASSAGES = 3;
+
+export function answerDecision(
+  kind: AnswerDecision['kind'],
+  input: { knowledgeBaseId: number | null; question: string; threshold: number; best?: DecisionPassage | null; passages?: DecisionPassage[]; options?: AnswerDecision['options']; handedOver?: boolean },
+): AnswerDecision {
   return {
     kind,
     knowledgeBaseId: input.knowledgeBaseId,
     question: input.question.slice(0, DECISION_QUESTION_LENGTH),
     threshold: input.threshold,
     best: input.best ?? null,
+    ...(input.passages?.length ? { passages: input.passages.slice(0, DECISION_PASSAGES) } : {}),
+    ...(input.options?.length ? { options: input.options } : {}),
+    ...(input.handedOver ? { handedOver: true } : {}),
   };
 }

@@ -15,13 +15,14 @@ import { AgentVersionSchema, type AgentVersion } from '../../schema/replay-entit
 export type AgentSettings = Pick<
   Agent,
   | 'systemPrompt' | 'modelProvider' | 'modelName' | 'modelBaseUrl' | 'modelApiKeySealed' | 'modelPricing' | 'modelMaxConcurrency' | 'knowledgeBaseId'
-  | 'handoffMessage' | 'spendCapUsdPerDay' | 'onNoAnswer' | 'fallbackMessage' | 'greeting' | 'relevanceThreshold' | 'debounceMs' | 'hours'
+  | 'handoffMessage' | 'spendCapUsdPerDay' | 'onNoAnswer' | 'fallbackMessage' | 'greeting' | 'outOfScopeText' | 'relevanceThreshold'
+  | 'knowledgePassages' | 'debounceMs' | 'hours'
 >;
 
 /**
  * Entity property → the API field a version's `changes` names: systemPrompt, model.provider, model.name, model.baseUrl,
  * model.apiKey, model.pricing, model.maxConcurrency, knowledgeBaseId, handoffMessage, spendCapUsdPerDay, onNoAnswer,
- * fallbackMessage, greeting, relevanceThreshold, debounceMs, hours
+ * fallbackMessage, greeting, outOfScopeText, relevanceThreshold, knowledgePassages, debounceMs, hours
  */
 export const SETTING_FIELDS: Readonly<Record<keyof AgentSettings, string>> = Object.freeze({
   systemPrompt: 'systemPrompt',
@@ -37,7 +38,9 @@ export const SETTING_FIELDS: Readonly<Record<keyof AgentSettings, string>> = Obj
   onNoAnswer: 'onNoAnswer',
   fallbackMessage: 'fallbackMessage',
   greeting: 'greeting',
+  outOfScopeText: 'outOfScopeText',
   relevanceThreshold: 'relevanceThreshold',
+  knowledgePassages: 'knowledgePassages',
   debounceMs: 'debounceMs',
   hours: 'hours',
 });
@@ -60,7 +63,9 @@ export function settingsOf(agent: Pick<Agent, keyof AgentSettings>): AgentSettin
     onNoAnswer: agent.onNoAnswer,
     fallbackMessage: agent.fallbackMessage,
     greeting: agent.greeting,
+    outOfScopeText: agent.outOfScopeText ?? null,
     relevanceThreshold: agent.relevanceThreshold,
+    knowledgePassages: agent.knowledgePassages ?? 5,
     debounceMs: agent.debounceMs,
     hours: agent.hours,
   };

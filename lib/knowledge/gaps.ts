@@ -84,13 +84,13 @@ interface NoAnswerRow {
 /**
  * The newest no-answers of a base in [from, to) ($3, $4), newest first, at most $5. The where
  * clause repeats the expressions of the partial index conversation_transitions_gaps_idx
- * (migration 0018) exactly, so the planner can use it: change one, change the other.
+ * (migration 0030: no-answers and out-of-scope questions) exactly, so the planner can use it: change one, change the other.
  */
 export const NO_ANSWERS_SQL = `select conversation_id, at, left(payload #>> '{output,decision,question}', ${MAX_GAP_QUESTION_CHARS}) as question,
        payload #> '{output,decision,best}' as best
 from conversation_transitions
 where company_id = $1 and (payload #>> '{output,decision,knowledgeBaseId}')::int = $2
-  and event = 'xstate.done.actor.agent' and payload #>> '{output,decision,kind}' = 'no_answer'
+  and event = 'xstate.done.actor.agent' and payload #>> '{output,decision,kind}' in ('no_answer', 'out_of_scope')
   and at >= $3 and at < $4
 order by at desc, id desc
 limit $5`;

@@ -4,8 +4,9 @@ import { query, type SqlClient } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
 import { embedTexts, type EmbeddingModel } from './embeddings.js';
-import { passageConfidences } from './confidence.js';
-import { chunkTexts, clampLimit, fuse, lexicalCandidates, LIST_DEPTH, round, searchText, type Signal } from './search.js';
+import { combinedConfidence, namesIn, passageConfidences, SEMANTIC_FLOOR, standout } from './confidence.js';
+import { localModel } from './local-model.js';
+import { chunkTexts, clampLimit, fuse, lexicalCandidates, LIST_DEPTH, LOCAL_VECTOR_WEIGHT, round, searchText, type Signal } from './search.js';
 import type { VectorIndex } from './vectors.js';
 
 /**
@@ -93,22 +94,36 @@ export function embeddingModelOf(
 export async function searchKnowledge(deps: RetrievalDeps, base: KnowledgeBaseInfo, question: string, options: SearchOptions = {}): Promise<SearchHit[]> {
   const limit = clampLimit(options.limit);
   const use = { fulltext: options.signals?.fulltext ?? true, trigram: options.signals?.trigram ?? true, vector: options.signals?.vector ?? true };
-  const wantVectors = use.vector && base.embedding !== null && searchText(question) !== '';
+  const ref = { companyId: base.companyId, knowledgeBaseId: base.id, contentVersion: base.contentVersion };
+  const searched = searchText(question) !== '';
+  // The base's embedding server's vectors, else the local model's (null: none for this question).
+  const local = use.vector && searched && base.embedding === null ? localModel.embed(question) : null;
   const [lexical, vector] = await Promise.all([
     lexicalCandidates(deps.sql, [{ companyId: base.companyId, knowledgeBaseId: base.id, query: question }]).then((r) => r[0]!),
-    wantVectors
-      ? embedTexts(base.embedding!, [question.slice(0, 2000)], { signal: options.signal })
-          .then(([v]) => deps.vectors.nearest(deps.sql, { companyId: base.companyId, knowledgeBaseId: base.id, contentVersion: base.contentVersion }, v!, LIST_DEPTH))
+    use.vector && searched && base.embedding !== null
+      ? embedTexts(base.embedding, [question.slice(0, 2000)], { signal: options.signal })
+          .then(([v]) => deps.vectors.nearest(deps.sql, ref, v!, LIST_DEPTH))
           .catch((err: unknown) => {
             deps.logger?.warn({ err: (err as Error).message, knowledgeBaseId: base.id }, 'knowledge: the embedding server failed; searching without vectors');
             return null;
           })
-      : Promise.resolve(null),
+      : local
+        ? // Only what is near in meaning: every passage is some distance from every question.
+          deps.vectors.nearest(deps.sql, ref, local, LIST_DEPTH, 'local').then((hits) => hits.filter((h) => h.similarity >= SEMANTIC_FLOOR))
+        : Promise.resolve(null),
   ]);
-  const fused = fuse(lexical.candidates, vector, { fulltext: use.fulltext, trigram: use.trigram }).slice(0, limit);
+  const fused = fuse(lexical.candidates, vector, { fulltext: use.fulltext, trigram: use.trigram }, local ? LOCAL_VECTOR_WEIGHT : 1).slice(0, limit);
   const matchesOf = new Map(lexical.candidates.map((c) => [c.chunkId, c.matches]));
-  const confidences = lexical.facts ? passageConfidences(lexical.facts, fused.map((f) => ({ matches: matchesOf.get(f.chunkId) ?? [] }))) : fused.map(() => 0);
-  const texts = await chunkTexts(deps.sql, base.companyId, base.language, fused.map((f) => f.chunkId), lexical.terms);
+  const facts = lexical.facts ? { ...lexical.facts, names: namesIn(question) } : null;
+  const coverage = facts ? passageConfidences(facts, fused.map((f) => ({ matches: matchesOf.get(f.chunkId) ?? [] }))) : fused.map(() => 0);
+  // The local model's meaning adds to the nearest passage as far as it stands out from other articles'
+  // (lib/knowledge/confidence.ts, calibrated on its similarities; a server's vectors only rank).
+  const meaning = local ? vector : null;
+  const similarity = new Map((meaning ?? []).map((v) => [v.chunkId, v.similarity]));
+  const lead = meaning?.[0];
+  const rival = lead ? meaning!.find((h) => h.documentId !== lead.documentId) : undefined;
+  const confidences = fused.map((f, i) => combinedConfidence(coverage[i]!, similarity.get(f.chunkId) ?? null, lead?.chunkId === f.chunkId ? standout(lead.similarity - (rival?.similarity ?? 0)) : 0));
+  const texts = await chunkTexts(deps.sql, base.companyId, fused.map((f) => f.chunkId), lexical.terms);
   return fused.flatMap((f, i) => {
     const t = texts.get(f.chunkId);
     if (!t) return [];

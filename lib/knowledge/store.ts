@@ -1,4 +1,5 @@
 import { headingPath, type Chunk } from './chunker.js';
+import { AUTO_LANGUAGE } from './language.js';
 
 /**
  * Writes of a knowledge base's index: a document's chunks (with their full-text vectors in
@@ -43,12 +44,26 @@ export async function removeChunks(exec: Exec, ref: DocumentRef): Promise<number
   return removed.length;
 }
 
+/** How a document's chunks are indexed besides their text. */
+export interface ChunkIndexing {
+  /** The text-search configuration of the document (its detected one in a base in `auto`); null: the base's. */
+  language?: string | null;
+  /** The embedding server's vectors, `embeddings[i]` of `chunks[i]`. */
+  embeddings?: number[][] | null;
+  /** The local sentence model's vectors (lib/knowledge/local-model.ts), null where a chunk has none. */
+  localVectors?: (Float32Array | null)[] | null;
+}
+
+const bytesOf = (v: Float32Array | null | undefined) => (v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : null);
+
 /**
  * Replaces a document's chunks (the caller's transaction): the old ones and their terms go,
- * the new ones are indexed in the base's language (title and heading path weigh A, the text
- * B), their terms counted, the counters updated. `embeddings[i]` belongs to `chunks[i]`.
+ * the new ones are indexed in the document's language (title and heading path weigh A, the
+ * text B), their terms counted, the counters and the base's main language updated.
  */
-export async function replaceChunks(exec: Exec, ref: DocumentRef, title: string, chunks: Chunk[], embeddings: number[][] | null): Promise<void> {
+export async function replaceChunks(exec: Exec, ref: DocumentRef, title: string, chunks: Chunk[], indexing: ChunkIndexing = {}): Promise<void> {
+  const { embeddings = null, localVectors = null } = indexing;
+  const language = indexing.language ?? null;
   await removeChunks(exec, ref);
   // Inserted in slices: one JSON parameter of a few MB at most.
   for (let from = 0; from < chunks.length; from += 500) {
@@ -59,15 +74,18 @@ export async function replaceChunks(exec: Exec, ref: DocumentRef, title: string,
       content: c.text,
       words: c.words,
       embedding: embeddings ? `{${embeddings[from + j]!.join(',')}}` : null,
+      local: bytesOf(localVectors?.[from + j]),
     }));
     await exec(
-      `insert into knowledge_chunks (company_id, knowledge_base_id, document_id, position, heading, content, words, search_vector, heading_vector, embedding)
+      `insert into knowledge_chunks (company_id, knowledge_base_id, document_id, position, heading, content, words, search_vector, heading_vector, embedding, language, local_vector)
        select kb.company_id, kb.id, ?, v.position, v.heading, v.content, v.words,
-              setweight(to_tsvector(kb.language::regconfig, v.label), 'A') || setweight(to_tsvector(kb.language::regconfig, v.content), 'B'),
-              to_tsvector(kb.language::regconfig, v.label), v.embedding
-       from knowledge_bases kb cross join json_to_recordset(?::json) as v(position int, heading text, label text, content text, words int, embedding real[])
+              setweight(to_tsvector(l.cfg, v.label), 'A') || setweight(to_tsvector(l.cfg, v.content), 'B'),
+              to_tsvector(l.cfg, v.label), v.embedding, l.cfg::text, decode(v.local, 'base64')
+       from knowledge_bases kb
+       cross join lateral (select coalesce(?::text, case when kb.language = '${AUTO_LANGUAGE}' then 'simple' else kb.language end)::regconfig as cfg) l
+       cross join json_to_recordset(?::json) as v(position int, heading text, label text, content text, words int, embedding real[], local text)
        where kb.id = ? and kb.company_id = ?`,
-      [ref.documentId, JSON.stringify(slice), ref.knowledgeBaseId, ref.companyId],
+      [ref.documentId, language, JSON.stringify(slice), ref.knowledgeBaseId, ref.companyId],
     );
   }
   await exec(
@@ -80,6 +98,19 @@ export async function replaceChunks(exec: Exec, ref: DocumentRef, title: string,
     [ref.knowledgeBaseId, ref.companyId, ref.documentId, ref.knowledgeBaseId, ref.companyId],
   );
   await exec(`update knowledge_bases set chunk_count = chunk_count + ?, content_version = content_version + 1 where id = ? and company_id = ?`, [chunks.length, ref.knowledgeBaseId, ref.companyId]);
+  await exec(`update knowledge_documents set language = ? where id = ? and company_id = ?`, [language, ref.documentId, ref.companyId]);
+  await updateMainLanguage(exec, ref);
+}
+
+/** The base's main language: the one most of its chunks are in (a question too short to tell is read in it). */
+async function updateMainLanguage(exec: Exec, ref: Omit<DocumentRef, 'documentId'>): Promise<void> {
+  await exec(
+    `update knowledge_bases kb set main_language = (
+       select c.language from knowledge_chunks c where c.knowledge_base_id = kb.id and c.company_id = kb.company_id and c.language is not null
+       group by c.language order by count(*) desc, c.language limit 1)
+     where kb.id = ? and kb.company_id = ?`,
+    [ref.knowledgeBaseId, ref.companyId],
+  );
 }
 
 /**
@@ -97,7 +128,8 @@ export async function indexSynonyms(exec: Exec, base: { companyId: number; knowl
      from knowledge_bases kb
      cross join lateral jsonb_array_elements(kb.synonyms) with ordinality as g(entries, group_no)
      cross join lateral jsonb_array_elements_text(g.entries) with ordinality as e(entry, entry_no)
-     cross join lateral (select tsvector_to_array(to_tsvector(kb.language::regconfig, e.entry)) as lexemes) x
+     cross join lateral (select tsvector_to_array(to_tsvector((case when kb.language <> '${AUTO_LANGUAGE}' then kb.language
+       when e.entry ~* '[а-яё]' then 'russian' else coalesce(kb.main_language, 'english') end)::regconfig, e.entry)) as lexemes) x
      where kb.id = ? and kb.company_id = ? and cardinality(x.lexemes) > 0`,
     [base.knowledgeBaseId, base.companyId],
   );

@@ -60,7 +60,7 @@ export const SYNONYM_GROUPS: readonly (readonly string[])[] = [
   ['sell', 'selling', 'sold', 'share', 'sharing', 'shared', 'third parties'],
   ['newsletter', 'newsletters', 'marketing', 'promotional emails', 'mailing', 'spam', 'unsubscribe'],
   ['email', 'emails', 'e-mail', 'mail'],
-  ['phone', 'phones', 'telephone', 'mobile', 'cell', 'cellphone', 'smartphone', 'call', 'ring'],
+  ['phone', 'phones', 'telephone', 'mobile', 'cell', 'cellphone', 'smartphone', 'call', 'ring', 'phone number', 'telephone number'],
   ['contact', 'contacts', 'support', 'helpdesk', 'hotline', 'customer service', 'customer care', 'reach'],
   ['hours', 'opening hours', 'open', 'schedule', 'timetable'],
   // ---- English: subscriptions --------------------------------------------------------
@@ -69,9 +69,9 @@ export const SYNONYM_GROUPS: readonly (readonly string[])[] = [
   ['holiday', 'holidays', 'vacation', 'away', 'travelling', 'traveling', 'trip'],
   ['quantity', 'amount', 'size'],
   // ---- English: appliances and service -----------------------------------------------
-  ['machine', 'machines', 'appliance', 'appliances', 'device', 'devices', 'coffee maker', 'coffeemaker', 'unit'],
+  ['machine', 'machines', 'appliance', 'appliances', 'device', 'devices', 'coffee maker', 'coffeemaker', 'unit', 'blender', 'kettle', 'toaster', 'mixer', 'grinder', 'microwave', 'fridge', 'dishwasher'],
   ['warranty', 'warranties', 'guarantee', 'guarantees', 'guaranteed'],
-  ['repair', 'repairs', 'repaired', 'repairing', 'fix', 'fixed', 'fixing', 'mend', 'service', 'servicing'],
+  ['repair', 'repairs', 'repaired', 'repairing', 'fix', 'fixed', 'fixing', 'mend', 'service', 'servicing', 'broken', 'stopped working', 'not working', 'does not work', "doesn't work"],
   ['descale', 'descaling', 'descaler', 'limescale', 'scale', 'decalcify', 'decalcifying', 'decalcification', 'calcium'],
   ['clean', 'cleaning', 'cleaned', 'rinse', 'rinsing', 'wash', 'washing'],
   ['setup', 'set up', 'install', 'installation', 'installing', 'configure', 'configuration', 'first use', 'getting started'],

@@ -24,6 +24,10 @@ import { Migration0023AgentVersionsReplays } from './0023-agent-versions-replays
 import { Migration0024TeamCredentials } from './0024-team-credentials.js';
 import { Migration0025ActionBodyTemplates } from './0025-action-body-templates.js';
 import { Migration0026LeasesAndAcceptedInbound } from './0026-leases-and-accepted-inbound.js';
+import { Migration0027KnowledgeLanguagesAndMeaning } from './0027-knowledge-languages-and-meaning.js';
+import { Migration0028AgentScopeAndPassages } from './0028-agent-scope-and-passages.js';
+import { Migration0029ClarifyOptions } from './0029-clarify-options.js';
+import { Migration0030GapsOutOfScope } from './0030-gaps-out-of-scope.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -53,4 +57,8 @@ export const migrations = [
   { name: '0024-team-credentials', class: Migration0024TeamCredentials },
   { name: '0025-action-body-templates', class: Migration0025ActionBodyTemplates },
   { name: '0026-leases-and-accepted-inbound', class: Migration0026LeasesAndAcceptedInbound },
+  { name: '0027-knowledge-languages-and-meaning', class: Migration0027KnowledgeLanguagesAndMeaning },
+  { name: '0028-agent-scope-and-passages', class: Migration0028AgentScopeAndPassages },
+  { name: '0029-clarify-options', class: Migration0029ClarifyOptions },
+  { name: '0030-gaps-out-of-scope', class: Migration0030GapsOutOfScope },
 ];

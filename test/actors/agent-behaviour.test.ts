@@ -65,8 +65,8 @@ const conversationOf = async (integrationId: number, clientId: string) =>
   (await sql(svc.orm, 'select * from conversations where integration_id = ? and client_id = ? order by id desc', [integrationId, clientId]))[0];
 const transitionsOf = (conversationId: number) => sql(svc.orm, 'select * from conversation_transitions where conversation_id = ? order by seq', [conversationId]);
 
-t.test('handoff_to_human: paused with its reason logged; no bot message follows', async (t) => {
-  const { integration } = await setup('Handoff Tool Co', { handoffMessage: 'Passing you to a colleague.' });
+t.test('handoff_to_human: paused with its reason logged; the agent answers meanwhile, never hands over twice, and is silent once a person acts', async (t) => {
+  const { user, integration } = await setup('Handoff Tool Co', { handoffMessage: 'Passing you to a colleague.' });
   await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'hal', 'DO handoff {"reason":"wants a refund"}'));
   await eventually(async () => (await conversationOf(integration.id, 'hal'))?.status === 'paused', 15_000, 'paused');
   const conv = await conversationOf(integration.id, 'hal');
@@ -76,12 +76,30 @@ t.test('handoff_to_human: paused with its reason logged; no bot message follows'
   await helpdesk.waitFor(() => sentTo('hal').length === 1);
   t.equal(sentTo('hal')[0]!.text, 'Passing you to a colleague.', 'the handoff notice');
 
-  const asked = llm.requests.length;
+  // Never silent: until a person acts, the agent still answers (contract.md § Answers that find what the help centre says).
+  let asked = llm.requests.length;
   await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'hal', 'hello? anyone?'));
-  await eventually(async () => (await sql(svc.orm, 'select 1 from conversation_messages where conversation_id = ? and text = ?', [conv.id, 'hello? anyone?'])).length === 1, 10_000, 'stored');
+  await helpdesk.waitFor(() => sentTo('hal').length === 2, 15_000);
+  t.equal(sentTo('hal')[1]!.text, 'Model says: hello? anyone?', 'the model answers while the customer waits for a person');
+  t.equal(llm.requests.length, asked + 1);
+  t.same((await conversationOf(integration.id, 'hal')).state, { paused: { handedOver: 'idle' } }, 'still handed over');
+
+  // Its handoff then waits for the person: nothing sent, no second transfer.
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'hal', 'DO handoff {"reason":"still wants a refund"}'));
+  await eventually(async () => (await transitionsOf(conv.id)).filter((r: any) => r.event === 'xstate.done.actor.agent').length === 3, 15_000, 'answered');
+  await sleep(500);
+  t.equal(sentTo('hal').length, 2, 'no second handoff notice');
+  t.equal((await transitionsOf(conv.id)).filter((r: any) => r.actions.some((a: any) => a.type === 'session_transfer_external')).length, 1, 'one transfer');
+
+  // A person answers: the agent stops.
+  t.equal((await svc.api('POST', `/api/conversations/${conv.id}/messages`, { token: user.token, body: { text: 'Hi, Ana here.' } })).status, 200);
+  await helpdesk.waitFor(() => sentTo('hal').length === 3, 10_000);
+  asked = llm.requests.length;
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, 'hal', 'thanks Ana'));
+  await eventually(async () => (await sql(svc.orm, 'select 1 from conversation_messages where conversation_id = ? and text = ?', [conv.id, 'thanks Ana'])).length === 1, 10_000, 'stored');
   await sleep(MODEL_MS + 500);
-  t.equal(llm.requests.length, asked, 'the model is not asked while a human has it');
-  t.equal(sentTo('hal').length, 1, 'no bot message after the handoff');
+  t.equal(llm.requests.length, asked, 'the model is not asked once a person has it');
+  t.equal(sentTo('hal').length, 3, 'no bot message after the person');
 });
 
 t.test('close_conversation: its last words go out, then the conversation is closed', async (t) => {

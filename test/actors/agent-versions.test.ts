@@ -22,7 +22,8 @@ const worker = await startTestWorker(t, svc, { workerId: 'versions', options: { 
 await waitForPartitions([worker], 2);
 
 const OPEN = 'When are you open?';
-const UNKNOWN = 'Do you sell bitcoin wallets?';
+// About the shop (an order), but its help centre does not say: a no-answer, handed over (an off-topic question would get the out-of-scope line).
+const UNKNOWN = 'Where is my order?';
 const NEW_FALLBACK = 'We only know about our shop, sorry.';
 
 /** The customer's message and the agent's answer to it, as GET /api/conversations/:id/messages shows them. */

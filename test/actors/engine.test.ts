@@ -132,7 +132,7 @@ t.test('dialog_transferred from active and from paused → paused.transferred; n
   t.equal(sentTo('c-tr-p')[0].text, 'A human colleague will take over shortly.');
   const paused = await eventually(async () => (await conversationsOf('c-tr-p'))[0]?.status === 'paused');
   t.ok(paused);
-  t.same((await conversationsOf('c-tr-p'))[0].state, { paused: 'operator' });
+  t.same((await conversationsOf('c-tr-p'))[0].state, { paused: { handedOver: 'idle' } });
   await publishEnvelope(svc.nc, svc.config, statusEnvelope(integration, 'dialog_transferred', 602, { dialogId: 6020, clientId: 'c-tr-p' }));
 
   for (const [client, requestId, dialogId] of [['c-tr-a', 601, 6010], ['c-tr-p', 602, 6020]] as const) {

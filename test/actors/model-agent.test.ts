@@ -90,7 +90,8 @@ t.test('the model answers: request, reply through the helpdesk, exact debit', as
   const [second] = modelRequestsFor('What are your opening hours?');
   const system = second!.body.messages[0].content as string;
   t.match(system, /You are the assistant of Acme\./);
-  t.match(system, /\[1\] Opening hours\n.*9 am to 6 pm/, 'the best knowledge passage');
+  t.match(system, /\[1\] Opening hours \(match \d{1,3} %\)\n.*9 am to 6 pm/, 'the best knowledge passage, with how well it matches');
+  t.notMatch(system, /Delivery/, 'a passage below the floor stays out');
   t.same(second!.body.messages.slice(1), [
     { role: 'user', content: 'Hi, I am Ann' },
     { role: 'assistant', content: 'Model says: Hi, I am Ann' },
@@ -103,6 +104,28 @@ t.test('the model answers: request, reply through the helpdesk, exact debit', as
   t.same(b.ledger.filter((e: any) => e.kind === 'model_usage').map((e: any) => [e.amountUsd, e.balanceAfterUsd]), [['-0.008755', '4.98249'], ['-0.008755', '4.991245']], 'one entry per answered message');
   const conv = await conversationOf(integration, 'ann');
   t.same(conv.state, { active: 'idle' });
+});
+
+t.test("retrieval is for recall: a passage below the agent's relevanceThreshold but above the floor goes to the model with its match; knowledgePassages 0 gives none", async (t) => {
+  // The Delivery passage answers "Do you deliver to the suburbs on weekends?" only in part
+  // (well below 0.9): the model, not the threshold, decides whether it answers.
+  const strict = await setup('Recall Co', {}, { relevanceThreshold: 0.9 });
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(strict.integration, 'recall', 'Do you deliver to the suburbs on weekends?'));
+  await helpdesk.waitFor(() => sentTo('recall').length === 1);
+  const [asked] = modelRequestsFor('Do you deliver to the suburbs on weekends?');
+  const system = asked!.body.messages[0].content as string;
+  const match = /\[1\] Delivery \(match (\d{1,3}) %\)\nWe deliver within 2 days in the city\./.exec(system);
+  t.ok(match, 'the Delivery passage is in the prompt, with its match');
+  t.ok(match && Number(match[1]) >= 10 && Number(match[1]) < 90, `its match (${match?.[1]} %) is above the floor and below the agent's threshold`);
+  t.notMatch(system, /Opening hours/, 'a passage that shares nothing with the question stays out');
+  t.equal(sentTo('recall')[0].text, 'Model says: Do you deliver to the suburbs on weekends?', "the model's reply is sent");
+  t.same((await conversationOf(strict.integration, 'recall')).state, { active: 'idle' });
+
+  const none = await setup('No Passages Co', {}, { knowledgePassages: 0 });
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(none.integration, 'none', 'How long does delivery take?'));
+  await helpdesk.waitFor(() => sentTo('none').length === 1);
+  const [plain] = modelRequestsFor('How long does delivery take?');
+  t.notMatch(plain!.body.messages[0].content as string, /\[1\]/, 'knowledgePassages 0: no passage in the prompt');
 });
 
 t.test("the agent's pricing override wins; an unknown model is free", async (t) => {
@@ -132,7 +155,7 @@ t.test('no credit: no model call, the customer gets the handoff message, the con
   t.equal(sentTo('broke')[0].text, 'Un collègue humain arrive.', "the agent's handoff message");
   t.equal(modelRequestsFor('last cent question').length, 0, 'the model server received no request');
   const conv = await conversationOf(integration, 'broke');
-  t.same(conv.state, { paused: 'operator' });
+  t.same(conv.state, { paused: { handedOver: 'idle' } });
   t.equal(conv.snapshot.context.handoffReason, 'no_credit');
   let b = await billing(user.token);
   t.equal(b.balanceUsd, '0.000001', 'nothing debited');
@@ -156,7 +179,7 @@ t.test('a failing model: bounded retries, then a handoff that costs nothing', as
   t.equal(sentTo('fail')[0].text, DEFAULT_NOTICE, 'the customer is told, never silence');
   t.equal(modelRequestsFor('FAIL please').length, 3, 'one attempt and two retries');
   const conv = await conversationOf(integration, 'fail');
-  t.same(conv.state, { paused: 'operator' });
+  t.same(conv.state, { paused: { handedOver: 'idle' } });
   t.equal(conv.snapshot.context.handoffReason, 'model_failed');
   await settle();
   t.equal(modelRequestsFor('FAIL please').length, 3, 'no more attempts');
@@ -185,7 +208,7 @@ t.test('the model asks for a human (tool call): handoff, and its tokens are char
   await helpdesk.waitFor(() => sentTo('tool').length === 1);
   t.equal(sentTo('tool')[0].text, DEFAULT_NOTICE);
   const conv = await conversationOf(integration, 'tool');
-  t.same(conv.state, { paused: 'operator' });
+  t.same(conv.state, { paused: { handedOver: 'idle' } });
   t.equal(conv.snapshot.context.handoffReason, 'no_answer');
   const trans = await sql(svc.orm, 'select * from conversation_transitions where conversation_id = ? order by seq', [conv.id]);
   t.match(trans.at(-1).payload, { output: { kind: 'handoff', detail: 'refund request' } }, "the model's reason is in the transition log");
@@ -202,7 +225,7 @@ t.test('the customer asks for a human: no model call, no cost', async (t) => {
   t.equal(sentTo('asker')[0].text, 'Connecting you to Maria.');
   t.equal(modelRequestsFor('I want to talk to a human please').length, 0);
   const conv = await conversationOf(integration, 'asker');
-  t.same(conv.state, { paused: 'operator' });
+  t.same(conv.state, { paused: { handedOver: 'idle' } });
   t.equal(conv.snapshot.context.handoffReason, 'asked_for_human');
   t.same(await usageEntries(user.token), []);
 });

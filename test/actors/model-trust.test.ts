@@ -114,7 +114,7 @@ t.test('a reply that promises what no tool did is not sent: handoff no_answer, t
     const conv = await ask(main.integration, clientId, question);
     const withheld = ANSWERS[question]!.content!;
     t.same(sentTo(clientId).map((m) => m.text), [NOTICE], `${question}: the customer got the handoff notice, nothing else`);
-    t.same(conv.state, { paused: 'operator' }, 'a human has it');
+    t.same(conv.state, { paused: { handedOver: 'idle' } }, 'handed over: it waits for a person');
     t.equal(conv.snapshot.context.handoffReason, 'no_answer');
     const output = await agentOutputOf(conv.id);
     t.match(output, { kind: 'handoff', reason: 'no_answer', withheld, detail: phrase, usage: { model: 'gpt-4o', inputTokens: 1234, outputTokens: 567 } }, 'the withheld reply and why, in the transition log');
@@ -151,7 +151,7 @@ t.test('set_lead_stage is no transfer: the promise is withheld, the lead still m
 t.test('last words that promise: the conversation is handed over, not closed', async (t) => {
   const conv = await ask(main.integration, 'bye', "That's all, bye");
   t.same(sentTo('bye').map((m) => m.text), [NOTICE]);
-  t.same(conv.state, { paused: 'operator' }, 'not closed: the customer was promised a call');
+  t.same(conv.state, { paused: { handedOver: 'idle' } }, 'not closed: the customer was promised a call');
   t.match(await agentOutputOf(conv.id), { kind: 'handoff', reason: 'no_answer', withheld: /manager will call you tomorrow/ });
 });
 

@@ -105,42 +105,55 @@ t.test("a built-in agent's replay with a higher relevanceThreshold hands over ex
     await addDocument(svc.api, kb.user.token, baseId, { title: `About ${topic}`, content: `The ${topic} is a fruit. Our ${topic} boxes ship on Mondays and cost five euros.` });
   }
   await svc.api('PATCH', `/api/agents/${kb.agentId}`, { token: kb.user.token, body: { knowledgeBaseId: baseId } });
-  // One question a conversation (a handoff ends the agent's part in it), matching the documents more or less well.
-  const questions = ['When do apple boxes ship?', 'How much is a banana box?', 'cherry', 'Do you sell grape boxes on Mondays for five euros?', 'Where is your office?'];
+  // One question a conversation (a handoff ends the agent's part in it), matching the documents
+  // more or less well; one about the shop that no document answers (no_answer: a handoff) and
+  // one not about the shop at all (out_of_scope: the polite line, no handoff).
+  const questions = ['When do apple boxes ship?', 'How much is a banana box?', 'cherry', 'Do you sell grape boxes on Mondays for five euros?', 'Can I pay for a fruit box by card?', 'What is the capital of Peru?'];
   for (const [i, q] of questions.entries()) await converse(kb, `fruit-${i}`, [q]);
-  const confidences = await sql(
+  const rows = await sql(
     svc.orm,
-    `select m.text as question, (a.kind = 'reply') as replied, t.payload->'output'->>'confidence' as confidence
+    `select m.text as question, a.kind as kind, t.payload->'output'->'decision'->>'kind' as decision, t.payload->'output'->>'confidence' as confidence
      from conversation_messages m join conversations c on c.id = m.conversation_id
      join conversation_messages a on a.reply_to_id = m.id and a.role = 'agent'
-     left join conversation_transitions t on t.conversation_id = c.id and t.payload->'output'->>'confidence' is not null
+     join conversation_transitions t on t.conversation_id = c.id and t.event = 'xstate.done.actor.agent'
      where c.integration_id = ? and m.role = 'customer' order by m.id`,
     [kb.integration.id],
   );
-  t.comment(JSON.stringify(confidences));
-  const answered = confidences.filter((r) => r.replied).map((r) => Number(r.confidence));
-  const distinct = [...new Set(answered)].sort((a, b) => a - b);
-  t.ok(distinct.length >= 2, 'the scene: replies of at least two different confidences');
-  // Between the least and the most confident reply: the less confident ones are no longer answers.
+  t.comment(JSON.stringify(rows));
+  t.same(rows.map((r) => r.decision), ['answer', 'answer', 'answer', 'answer', 'no_answer', 'out_of_scope'], 'the scene: four answers, a no-answer, an out-of-scope question');
+  t.same(rows.map((r) => r.kind), ['reply', 'reply', 'reply', 'reply', 'handoff_notice', 'reply'], 'the no-answer handed over, the out-of-scope question got a reply');
+  const grounded = (r: { decision: string; confidence: string | null }) => r.decision === 'answer' && r.confidence !== null;
+  const distinct = [...new Set(rows.filter(grounded).map((r) => Number(r.confidence)))].sort((a, b) => a - b);
+  t.ok(distinct.length >= 2, 'the scene: answers of at least two different confidences');
+  // Between the least and the most confident answer: the less confident ones are no longer answers.
   const threshold = Number(((distinct[0]! + distinct.at(-1)!) / 2).toFixed(3));
 
   const before = await fingerprint();
   const sends = helpdesk.requests.length;
   const { id, total } = await startReplay(kb, { changes: { relevanceThreshold: threshold } });
-  t.equal(total, questions.length, 'one item per answered customer message');
+  t.equal(total, questions.length, 'one item per customer message');
   const replay = await finished(kb, id);
   t.equal(replay.status, 'done');
   t.equal(replay.done, total);
   const items = replay.items as any[];
   t.ok(items.every((i) => i.after !== null), 'every item has its after');
-  for (const row of confidences) {
+  for (const row of rows) {
     const item = items.find((i) => i.question === row.question)!;
-    const stillAnswered = row.replied && Number(row.confidence) >= threshold;
-    t.equal(item.after.kind, stillAnswered ? 'reply' : 'handoff', `${row.question}: ${stillAnswered ? 'still answered' : 'handed over'} (confidence ${row.confidence ?? 'none'}, threshold ${threshold})`);
-    t.equal(item.changed, row.replied && !stillAnswered, `${row.question}: changed only if it was answered and no longer is`);
-    if (stillAnswered) t.same(item.after, item.before, 'the same reply, with its sources');
+    if (grounded(row)) {
+      const stillAnswered = Number(row.confidence) >= threshold;
+      t.equal(item.after.kind, stillAnswered ? 'reply' : 'handoff', `${row.question}: ${stillAnswered ? 'still answered' : 'handed over'} (confidence ${row.confidence}, threshold ${threshold})`);
+      t.equal(item.changed, !stillAnswered, `${row.question}: changed only if it is no longer answered`);
+      if (stillAnswered) t.same(item.after, item.before, 'the same reply, with its sources');
+    } else {
+      // Neither a no-answer nor an out-of-scope question becomes an answer at a higher threshold.
+      const shown = (a: { kind: string; text: string; sources: unknown[] }) => ({ kind: a.kind, text: a.text, sources: a.sources });
+      t.equal(item.after.kind, row.kind === 'reply' ? 'reply' : 'handoff', `${row.question}: ${row.decision} again`);
+      t.same(shown(item.after), shown(item.before), `${row.question}: unchanged`);
+      t.equal(item.changed, false);
+    }
   }
-  t.equal(replay.summary.newHandoffs, confidences.filter((r) => r.replied && Number(r.confidence) < threshold).length);
+  t.match(items.find((i) => i.question === 'What is the capital of Peru?'), { before: { kind: 'reply', text: /^Sorry, I can only help with questions about our products/, sources: [] } }, 'the out-of-scope line, no handoff');
+  t.equal(replay.summary.newHandoffs, rows.filter((r) => grounded(r) && Number(r.confidence) < threshold).length);
   t.equal(replay.summary.costUsd, '0.00', 'a built-in agent costs nothing');
   t.same(await ledger(kb.user.companyId, 'replay_usage'), [], 'and is charged nothing');
   t.same(await fingerprint(), before, 'no conversation, message, transition, lead, outbox or receipt row changed');

@@ -157,7 +157,7 @@ t.test('the machine definition', async (t) => {
   const res = await svc.api('GET', '/api/machines/conversation', { token: alice.token });
   t.equal(res.status, 200);
   t.equal(res.body.machine.id, 'conversation');
-  for (const s of ['active', 'active.idle', 'active.answering', 'paused', 'paused.operator', 'paused.transferred', 'closed']) t.ok(res.body.machine.states.includes(s), s);
+  for (const s of ['active', 'active.idle', 'active.answering', 'paused', 'paused.operator', 'paused.transferred', 'paused.handedOver', 'paused.handedOver.idle', 'paused.handedOver.answering', 'closed']) t.ok(res.body.machine.states.includes(s), s);
   t.ok(res.body.machine.events.includes('helpdesk.dialog_transferred'));
   t.same(res.body.machine.hostActions, ['agent_reply', 'session_transfer_external', 'session_close', 'lead_stage']);
   t.type(res.body.machine.definition, 'object');

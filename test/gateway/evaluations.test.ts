@@ -30,7 +30,7 @@ t.test('a built-in agent: pass, fail with the missing phrases, no answer, a pers
       cases: [
         { question: 'When do you open?', expect: ['9 am', 'Saturday'] },
         { question: 'Can items be returned?', expect: ['30 days', 'refund in cash'] },
-        { question: 'Do you repair bicycles?', expect: [] },
+        { question: 'Do you gift wrap items?', expect: [] },
         { question: 'Are you open on Saturdya?', expect: ['MONDAY'] },
         { question: 'I want to talk to a human', expect: ['human colleague'] },
       ],
@@ -64,20 +64,25 @@ t.test('a built-in agent: questions it must not answer (expect "handoff")', asyn
     token,
     body: {
       cases: [
-        { question: 'Do you repair bicycles?', expect: 'handoff' },
+        // About this business, and the help centre does not say ("Do you repair bicycles?" is now
+        // declined as not about the business: see the out-of-scope cases below).
+        { question: 'Do you gift wrap items?', expect: 'handoff' },
         { question: 'When do you open?', expect: 'handoff' },
         { question: 'Can I speak to a real person?', expect: 'handoff' },
-        { question: 'Do you repair bicycles?', expect: ["don't have an answer"] },
-        { question: 'Are you open on Sunday?', expect: 'handoff' },
+        { question: 'Do you gift wrap items?', expect: ["don't have an answer"] },
+        // A near miss ("Are you open on Sunday?" is answered now: "Monday to Saturday" says it).
+        { question: 'Can I exchange a damaged item for a new one?', expect: 'handoff' },
         { question: 'hi', expect: 'handoff' },
         { question: 'hi', expect: [] },
+        { question: 'Who won the football match last night?', expect: 'handoff' },
+        { question: 'Who won the football match last night?', expect: [] },
       ],
     },
   });
   t.equal(res.status, 201);
   const e = res.body.evaluation;
-  t.match(e, { passed: 4, failed: 3 });
-  const [unknown, known, person, phrased, nearMiss, hello, hello2] = e.cases;
+  t.match(e, { passed: 5, failed: 4 });
+  const [unknown, known, person, phrased, nearMiss, hello, hello2, offTopic, offTopic2] = e.cases;
   t.match(unknown, { expect: 'handoff', outcome: 'handoff', reason: 'no_answer', decision: 'no_answer', confidence: null, sources: [], pass: true, missing: [] }, 'no answer in the knowledge: handed over, as expected');
   t.match(known, { expect: 'handoff', outcome: 'reply', decision: 'answer', pass: false }, 'the agent answered a question it must not answer: fails');
   t.match(known.sources, [{ documentId: doc.id }]);
@@ -87,12 +92,36 @@ t.test('a built-in agent: questions it must not answer (expect "handoff")', asyn
   t.ok(nearMiss.bestMatch.confidence < 0.5, `below the threshold: ${nearMiss.bestMatch.confidence}`);
   t.match(hello, { decision: 'greeting', outcome: 'reply', sources: [], confidence: null, bestMatch: null, pass: false }, 'a greeting is greeted, not handed off');
   t.match(hello2, { decision: 'greeting', pass: true });
+  t.match(offTopic, { expect: 'handoff', outcome: 'reply', reason: null, decision: 'out_of_scope', confidence: null, sources: [], pass: true }, 'not about this business: declined (no handoff), which is not answering: passes');
+  t.notMatch(offTopic.answer, /human colleague/, 'the polite line, not the handoff text');
+  t.match(offTopic2, { decision: 'out_of_scope', outcome: 'reply', pass: false }, 'a decline is not the answer a case without phrases expects');
 
   t.equal((await api('PATCH', `/api/agents/${builtin.id}`, { token, body: { onNoAnswer: 'fallback' } })).status, 200);
   t.teardown(async () => void (await api('PATCH', `/api/agents/${builtin.id}`, { token, body: { onNoAnswer: 'handoff' } })));
-  const fallback = (await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'Do you repair bicycles?', expect: 'handoff' }, { question: 'Do you repair bicycles?', expect: [] }] } })).body.evaluation;
+  const fallback = (await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'Do you gift wrap items?', expect: 'handoff' }, { question: 'Do you gift wrap items?', expect: [] }] } })).body.evaluation;
   t.match(fallback.cases[0], { outcome: 'reply', answer: "Sorry, I don't have an answer to that.", decision: 'no_answer', pass: true }, 'onNoAnswer "fallback": the fallback text is a no-answer, so the handoff case passes');
   t.match(fallback.cases[1], { outcome: 'reply', decision: 'no_answer', pass: false }, 'and a case that expects an answer fails on it');
+});
+
+t.test('a built-in agent: a question back (clarify) is not an answer', async (t) => {
+  const kb2 = (await api('POST', '/api/knowledge-bases', { token, body: { name: 'Returns and exchanges', language: 'english' } })).body.knowledgeBase;
+  const returns = await addDocument(api, token, kb2.id, { title: 'Returns', content: 'Items can be returned within 30 days for a refund to your card.' });
+  const exchanges = await addDocument(api, token, kb2.id, { title: 'Exchanges', content: 'Items can be exchanged within 30 days for another size or colour.' });
+  const agent = (await api('POST', '/api/agents', { token, body: { name: 'Returns bot', knowledgeBaseId: kb2.id } })).body.agent;
+  const question = 'Can I return or exchange items?';
+  const res = await api('POST', `/api/agents/${agent.id}/evaluations`, {
+    token,
+    body: { cases: [{ question, expect: 'handoff' }, { question, expect: [] }, { question, expect: ['Returns', 'Exchanges'] }, { question, expect: ['30 days'] }] },
+  });
+  t.equal(res.status, 201);
+  const [mustNot, any, asked, answer] = res.body.evaluation.cases;
+  const options = [{ documentId: returns.id, chunkId: Number, title: 'Returns' }, { documentId: exchanges.id, chunkId: Number, title: 'Exchanges' }];
+  t.match(mustNot, { decision: 'clarify', outcome: 'reply', confidence: null, sources: [], options, pass: true }, 'asked which one, the options in the order offered: not an answer, so a handoff case passes');
+  t.equal(mustNot.options.length, 2);
+  t.match(mustNot.answer, /1\. Returns[\s\S]*2\. Exchanges/);
+  t.match(any, { decision: 'clarify', pass: false }, 'nor is it the answer a case without phrases expects');
+  t.match(asked, { decision: 'clarify', pass: true, missing: [] }, 'the question back is checked against its phrases');
+  t.match(answer, { decision: 'clarify', pass: false, missing: ['30 days'] });
 });
 
 t.test('a model agent: real calls, billed like any call; told when nothing is relevant', async (t) => {
@@ -141,6 +170,32 @@ t.test('a model agent: real calls, billed like any call; told when nothing is re
   t.equal((await api('PATCH', `/api/agents/${gpt.id}`, { token, body: { spendCapUsdPerDay: '0.00' } })).status, 200);
   const capped = (await api('POST', `/api/agents/${gpt.id}/evaluations`, { token, body: { cases: [{ question: 'Do you repair bicycles?', expect: 'handoff' }] } })).body.evaluation.cases[0];
   t.match(capped, { outcome: 'handoff', reason: 'spend_cap', decision: null, pass: false }, 'a spend cap is no answer decision');
+});
+
+t.test('expected phrases match across typographic dashes, quotes and spaces', async (t) => {
+  t.equal((await api('PATCH', `/api/agents/${gpt.id}`, { token, body: { spendCapUsdPerDay: null } })).status, 200);
+  // A model writes as typesetters do; a person types the case on a keyboard, and the other way round.
+  model.respond(() => ({ content: 'Items can be returned within 30\u00a0days \u2014 \u201cno questions asked\u201d.\nRefunds take 2\u20134 working days.' }));
+  const res = await api('POST', `/api/agents/${gpt.id}/evaluations`, {
+    token,
+    body: {
+      cases: [
+        { question: 'How long can I return items?', expect: ['30 days - "no questions asked"', 'returned within 30 days', '2-4 working days'] },
+        { question: 'How long can I return items?', expect: ['\u00ABno questions asked\u00BB', 'asked\u201D.\u2009refunds'] },
+        { question: 'How long can I return items?', expect: ['2-5 working days'] },
+      ],
+    },
+  });
+  t.equal(res.status, 201);
+  const [keyboard, typeset, wrong] = res.body.evaluation.cases;
+  t.same([keyboard.missing, typeset.missing], [[], []], 'every phrase found');
+  t.match(keyboard, { decision: 'answer', pass: true }, 'a hyphen and straight quotes match an em dash, curly quotes and a no-break space');
+  t.match(typeset, { pass: true }, 'guillemets match curly quotes, a thin space matches a line break');
+  t.match(wrong, { pass: false, missing: ['2-5 working days'] }, 'what differs after folding still fails, named as written');
+  // The built-in agent's answer, its passage word for word, against phrases with other spaces and case.
+  const builtinRes = await api('POST', `/api/agents/${builtin.id}/evaluations`, { token, body: { cases: [{ question: 'When do you open?', expect: ['9\u00a0AM to 6\u202fpm', 'monday\nto   saturday'] }] } });
+  t.match(builtinRes.body.evaluation.cases[0], { answer: 'We are open from 9 am to 6 pm, Monday to Saturday.', pass: true });
+  t.same(builtinRes.body.evaluation.cases[0].missing, []);
 });
 
 t.test('validation and ownership', async (t) => {

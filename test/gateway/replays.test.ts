@@ -21,7 +21,8 @@ const { api } = svc;
 const helpdesk = await startChat2DeskStub(t);
 const llm = await startOpenAiStub(t);
 // maxReplays above the company quota: the slow replays of the last test must not keep the others waiting.
-const worker = await startTestWorker(t, svc, { workerId: 'replays', options: { replay: { pollMs: 100, maxReplays: 8 } } });
+// No agent cache: a published replay answers the very next customer message (the cache's 5 s would make that depend on timing).
+const worker = await startTestWorker(t, svc, { workerId: 'replays', options: { replay: { pollMs: 100, maxReplays: 8 }, agentRunner: { cacheTtlMs: 0 } } });
 await waitForPartitions([worker], 1);
 
 const BASE_PROMPT = 'You are the assistant of Acme.';
@@ -70,7 +71,16 @@ async function converse(integration: { id: number; webhookSecret: string }, clie
 
 const A = await modelCompany('Replay Co', BASE_PROMPT);
 const conv1 = await converse(A.integration, 'c1', [{ text: 'What are your opening hours?' }, { text: 'What is the price of a lamp?' }]);
-const conv2 = await converse(A.integration, 'c2', [{ text: 'Where is my parcel?' }, { text: 'I want a refund' }, { text: 'hello? anyone?', answered: false }]);
+// Handed over on the refund, the agent still answers until a person acts (contract.md § Answers
+// that find what the help centre says): "hello? anyone?" gets its answer. Then a person replies,
+// and the customer's next message is theirs: the agent does not answer it.
+const conv2 = await converse(A.integration, 'c2', [{ text: 'Where is my parcel?' }, { text: 'I want a refund' }, { text: 'hello? anyone?' }]);
+{
+  const person = await api('POST', `/api/conversations/${conv2}/messages`, { token: A.token, body: { text: 'Olga here, let me look.' } });
+  if (person.status !== 200) throw new Error(`operator reply: ${person.status} ${JSON.stringify(person.body)}`);
+  await helpdesk.waitFor(() => sentTo('c2').some((b) => b.text === 'Olga here, let me look.'), 15_000);
+  await converse(A.integration, 'c2', [{ text: 'thanks Olga, still there?', answered: false }]);
+}
 const B = await modelCompany('Other Co', 'You are the assistant of Other Co.');
 const convB = await converse(B.integration, 'b1', [{ text: 'Do you ship abroad?' }]);
 
@@ -158,11 +168,11 @@ t.test('a replay with another prompt: each answered message answered again, noth
   const res = await start(A.token, A.agent.id, { changes: { systemPrompt: GENEROUS_PROMPT } });
   t.equal(res.status, 201);
   t.same(Object.keys(res.body.replay).sort(), ['done', 'id', 'status', 'total']);
-  t.match(res.body.replay, { status: 'running', total: 4, done: 0 }, "the customer messages the agent answered; the one a person had is not replayed");
+  t.match(res.body.replay, { status: 'running', total: 5, done: 0 }, 'the customer messages the agent answered, handed over or not; the one a person had is not replayed');
   const replay = await finished(A.token, A.agent.id, res.body.replay.id);
 
   t.same(Object.keys(replay).sort(), ['agentId', 'baseVersion', 'changeFields', 'changes', 'createdAt', 'done', 'error', 'finishedAt', 'id', 'items', 'publishedVersion', 'status', 'summary', 'total']);
-  t.match(replay, { agentId: A.agent.id, status: 'done', total: 4, done: 4, changes: { systemPrompt: GENEROUS_PROMPT }, changeFields: ['systemPrompt'], baseVersion: 1, publishedVersion: null, error: null });
+  t.match(replay, { agentId: A.agent.id, status: 'done', total: 5, done: 5, changes: { systemPrompt: GENEROUS_PROMPT }, changeFields: ['systemPrompt'], baseVersion: 1, publishedVersion: null, error: null });
   t.ok(Date.parse(replay.finishedAt) >= Date.parse(replay.createdAt));
   t.same(
     replay.items.map((i: any) => [i.seq, i.conversationId, i.question, i.before.kind, i.after.kind, i.changed]),
@@ -171,10 +181,12 @@ t.test('a replay with another prompt: each answered message answered again, noth
       [2, conv1, 'What is the price of a lamp?', 'reply', 'handoff', true],
       [3, conv2, 'Where is my parcel?', 'reply', 'reply', false],
       [4, conv2, 'I want a refund', 'handoff', 'reply', true],
+      [5, conv2, 'hello? anyone?', 'reply', 'reply', false],
     ],
     'conversations oldest first, each one in order: before and after side by side',
   );
-  const [hours, price, , refund] = replay.items;
+  const [hours, price, , refund, meanwhile] = replay.items;
+  t.same(meanwhile.before, { kind: 'reply', text: 'Answer: hello? anyone?', sources: [] }, 'answered while handed over: the reply the customer got');
   t.same(hours.before, { kind: 'reply', text: 'Answer: What are your opening hours?', sources: [] });
   t.same(hours.after, { kind: 'reply', text: 'Answer: What are your opening hours?', sources: [] });
   t.match(price.after, { kind: 'handoff', reason: String });
@@ -182,18 +194,18 @@ t.test('a replay with another prompt: each answered message answered again, noth
   t.match(refund.after, { kind: 'reply', text: 'Sure, we refund within 30 days.' });
   const [question] = await sql<{ id: string }>(svc.orm, `select id::text from conversation_messages where conversation_id = ? and text = 'I want a refund'`, [conv2]);
   t.equal(refund.messageId, Number(question!.id), 'the customer message it answers again');
-  t.same(replay.summary, { same: 2, changed: 2, newHandoffs: 1, resolvedHandoffs: 1, costUsd: (4 * CALL_USD).toFixed(5) });
-  t.same(replay.items.map((i: any) => i.costUsd), Array(4).fill(String(CALL_USD)));
+  t.same(replay.summary, { same: 3, changed: 2, newHandoffs: 1, resolvedHandoffs: 1, costUsd: (5 * CALL_USD).toFixed(6) });
+  t.same(replay.items.map((i: any) => i.costUsd), Array(5).fill(String(CALL_USD)));
 
   t.equal(helpdesk.requests.length, helpdeskRequests, 'nothing was sent to the helpdesk');
   t.same(await snapshot(), before, 'no conversation, message, transition, lead or outbox row changed');
   const replayUsage = await ledger('replay_usage');
-  t.equal(replayUsage.length, 4, 'one replay_usage entry per model call');
-  t.equal((-replayUsage.reduce((sum, e) => sum + Number(e.amount_usd), 0)).toFixed(6), (4 * CALL_USD).toFixed(6), "which sum to the replay's cost");
+  t.equal(replayUsage.length, 5, 'one replay_usage entry per model call');
+  t.equal((-replayUsage.reduce((sum, e) => sum + Number(e.amount_usd), 0)).toFixed(6), (5 * CALL_USD).toFixed(6), "which sum to the replay's cost");
   t.ok(replayUsage.every((e) => e.conversation_id === null && e.message_id === null), 'tied to no conversation');
   t.equal((await ledger('model_usage')).length, liveUsage, 'no model_usage entry');
   const billing = (await api('GET', '/api/billing', { token: A.token })).body.billing;
-  t.equal(Number(billing.balanceUsd).toFixed(6), (Number(balanceBefore) - 4 * CALL_USD).toFixed(6), 'the balance pays for it');
+  t.equal(Number(billing.balanceUsd).toFixed(6), (Number(balanceBefore) - 5 * CALL_USD).toFixed(6), 'the balance pays for it');
   t.match(billing.ledger[0], { kind: 'replay_usage', model: 'gpt-4o', agentId: A.agent.id, conversationId: null });
 
   const REPLAY_PATH = '/api/agents/{id}/replays/{rid}';
@@ -206,7 +218,7 @@ t.test('a replay with another prompt: each answered message answered again, noth
   t.same(await shown('changed'), [2, 4]);
   t.same(await shown('newHandoffs'), [2]);
   t.same(await shown('resolvedHandoffs'), [4]);
-  t.same(await shown('all'), [1, 2, 3, 4]);
+  t.same(await shown('all'), [1, 2, 3, 4, 5]);
   const none = (await getReplay(A.token, A.agent.id, replay.id, 'none')).body.replay;
   t.notOk('items' in none, 'items=none: the summary only');
   t.same(none.summary, replay.summary);
@@ -243,12 +255,12 @@ t.test('which conversations: the most recently active ones up to limit, those of
   // c3 is the conversation of the previous test, after the publish.
   const [{ id: conv3, created_at: conv3Created }] = await sql(svc.orm, `select id, created_at from conversations where integration_id = ? and client_id = 'c3'`, [A.integration.id]);
   t.same(await total({ limit: 1 }), [[conv3, 'I need a refund']], 'limit 1: the conversation active last');
-  t.same(await total({ limit: 2 }), [[conv2, 'Where is my parcel?'], [conv2, 'I want a refund'], [conv3, 'I need a refund']], 'limit 2: the two active last, the older one first');
+  t.same(await total({ limit: 2 }), [[conv2, 'Where is my parcel?'], [conv2, 'I want a refund'], [conv2, 'hello? anyone?'], [conv3, 'I need a refund']], 'limit 2: the two active last, the older one first');
   t.same(await total({ ids: [conv1] }), [[conv1, 'What are your opening hours?'], [conv1, 'What is the price of a lamp?']]);
   const [{ created_at: conv2Created }] = await sql(svc.orm, 'select created_at from conversations where id = ?', [conv2]);
   t.same(
     (await total({ from: new Date(conv2Created).toISOString(), to: new Date(conv3Created).toISOString() })).map(([id]: [number]) => id),
-    [conv2, conv2],
+    [conv2, conv2, conv2],
     'created in [from, to)',
   );
 });

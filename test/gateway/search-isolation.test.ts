@@ -36,7 +36,7 @@ async function seedDocument(orm: Orm, ref: { companyId: number; knowledgeBaseId:
   );
   await em.transactional(async (tx) => {
     const exec: Exec = (s, p) => tx.execute(s, p as unknown[]);
-    await replaceChunks(exec, { ...ref, documentId: doc!.id }, title, chunkContent(markdown, 'markdown'), null);
+    await replaceChunks(exec, { ...ref, documentId: doc!.id }, title, chunkContent(markdown, 'markdown'));
   });
 }
 

@@ -14,3 +14,13 @@ t.test('the same words meaning something else do not', async (t) => {
     t.notOk(wantsHuman(text), text);
   }
 });
+
+t.test('more ways of asking for a person (issue #42: the bot hands over as asked)', async (t) => {
+  for (const text of ['is there anyone I can talk to', 'connect me to support', 'transfer me to an agent', 'can someone call me back?', 'i want to speak to your manager', 'speak to customer service',
+    'можно с кем-нибудь поговорить?', 'позовите кого-нибудь живого', 'хочу поговорить с администратором', 'соедините с администратором']) {
+    t.ok(wantsHuman(text), text);
+  }
+  for (const text of ['how do I contact support about a refund?', 'can I book the administrator course?', 'запишите меня к врачу на пятницу', 'call me when the parcel ships']) {
+    t.notOk(wantsHuman(text), text);
+  }
+});

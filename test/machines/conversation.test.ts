@@ -112,12 +112,12 @@ t.test('active.idle + customer.message -> answering -> reply -> active.idle with
   t.same(calls[1], { type: 'agent_reply', params: { messageId: 'm2', text: 'on its way' } });
 });
 
-t.test('agent handoff -> paused.operator with session_transfer_external', async (t) => {
+t.test('agent handoff -> paused.handedOver with session_transfer_external', async (t) => {
   for (const reason of ['asked_for_human', 'no_answer', 'no_credit'] as const) {
     const { actor, calls } = start(async () => ({ kind: 'handoff', reason, text: 'A human will answer' }));
     actor.send(msg('m1'));
     await waitFor(actor, (s) => s.matches('paused'), { timeout: 1000 });
-    t.same(actor.getSnapshot().value, { paused: 'operator' }, reason);
+    t.same(actor.getSnapshot().value, { paused: { handedOver: 'idle' } }, reason);
     t.equal(actor.getSnapshot().context.handoffReason, reason);
     t.same(calls, [
       {
@@ -129,13 +129,13 @@ t.test('agent handoff -> paused.operator with session_transfer_external', async 
   }
 });
 
-t.test('agent error -> paused.operator, handoffReason model_failed', async (t) => {
+t.test('agent error -> paused.handedOver, handoffReason model_failed', async (t) => {
   const { actor, calls } = start(async () => {
     throw new Error('model timeout');
   });
   actor.send(msg('m1'));
   await waitFor(actor, (s) => s.matches('paused'), { timeout: 1000 });
-  t.same(actor.getSnapshot().value, { paused: 'operator' });
+  t.same(actor.getSnapshot().value, { paused: { handedOver: 'idle' } });
   t.equal(actor.getSnapshot().context.handoffReason, 'model_failed');
   t.same(calls, [{ type: 'session_transfer_external', params: { origin: 'agent', reason: 'model_failed', messageId: 'm1' } }]);
 });
@@ -158,7 +158,7 @@ t.test('the placeholder agent rejects (must be provided), which hands off', asyn
   actor.start();
   actor.send(msg('m1'));
   await waitFor(actor, (s) => s.matches('paused'), { timeout: 1000 });
-  t.same(actor.getSnapshot().value, { paused: 'operator' });
+  t.same(actor.getSnapshot().value, { paused: { handedOver: 'idle' } });
   t.equal(actor.getSnapshot().context.handoffReason, 'model_failed');
   t.equal(errors.length, 1);
   t.match(String((errors[0] as Error).message), /machine\.provide/);
@@ -537,6 +537,10 @@ t.test('conversationMachineDefinition() is JSON-safe and complete', async (t) =>
     'paused',
     'paused.operator',
     'paused.transferred',
+    'paused.handedOver',
+    'paused.handedOver.idle',
+    'paused.handedOver.collecting',
+    'paused.handedOver.answering',
     'closed',
   ]);
   for (const ev of [
@@ -618,7 +622,7 @@ t.test('tools: close_conversation closes with the reason; set_lead_stage moves t
     { type: 'session_close', params: { origin: 'agent', event: 'agent.close', reason: 'customer said goodbye' } },
   ]);
   const handoff = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'handoff', reason: 'no_answer', detail: 'refund request', leadStage: 'Qualified' } });
-  t.same(handoff.next.value, { paused: 'operator' });
+  t.same(handoff.next.value, { paused: { handedOver: 'idle' } });
   t.same(handoff.named.map((a) => a.type), ['lead_stage', 'session_transfer_external']);
   const plain = step(answering, { type: 'xstate.done.actor.agent', output: { kind: 'reply', text: 'ok' } });
   t.notOk(plain.named.some((a) => a.type === 'lead_stage'), 'no stage, no move');

@@ -159,11 +159,12 @@ t.test('assign to a teammate or to me; labels; what happened in words, never ide
   await page.goto(`${svc.url}/#/conversations/${id}`);
   await page.getByRole('heading', { level: 1, name: 'Conversation with nico' }).waitFor();
   await page.getByRole('cell', { name: 'Agent handed over: Customer asked for a person' }).waitFor();
-  t.match(await page.locator('.status-line').textContent(), 'Paused: a person has it · Customer asked for a person');
+  // Handed over, no person acted yet (the agent still answers what it can): not yet "a person has it".
+  t.match(await page.locator('.status-line').textContent(), 'Handed over — waiting for a person · Customer asked for a person');
   t.equal(await page.getByRole('cell', { name: /^Handed to a person/ }).count(), 1, 'the handoff in words');
   t.equal(await page.getByRole('cell', { name: 'Customer wrote' }).count(), 1);
   const text = (await page.locator('main').textContent()) ?? '';
-  for (const id of ['xstate.', 'session_transfer_external', 'asked_for_human', 'agent_reply', 'customer.message', 'operator.', 'paused.operator'])
+  for (const id of ['xstate.', 'session_transfer_external', 'asked_for_human', 'agent_reply', 'customer.message', 'operator.', 'paused.operator', 'handedOver'])
     t.notOk(text.includes(id), `no “${id}” on the page`);
 
   // Assign.

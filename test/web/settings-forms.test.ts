@@ -23,7 +23,7 @@ async function fieldError(control: Locator): Promise<string> {
 
 const saved = (page: Page, text: string) => page.getByRole('status').getByText(text).waitFor();
 
-t.test('agent: business hours, debounce, handoff and fallback texts, model and spend cap', async (t) => {
+t.test('agent: business hours, debounce, handoff, fallback and out-of-scope texts, model, its passages and spend cap', async (t) => {
   const { page, problems, token } = await signedInPage(t, browser, svc, 'Hours Co');
   await goTo(page, 'Agents');
   const form = page.getByRole('form', { name: 'New agent' });
@@ -32,6 +32,7 @@ t.test('agent: business hours, debounce, handoff and fallback texts, model and s
   await form.getByLabel('Fallback text').fill('I do not know that one yet.');
   await form.getByLabel('Confidence threshold').fill('0.5');
   await form.getByLabel('Handoff text').fill('A colleague takes over now.');
+  await form.getByLabel('Out-of-scope reply').fill('I can help with night-shift questions only.');
   await form.getByLabel('Debounce (milliseconds)').fill('1500');
   await form.getByLabel('Model provider').selectOption('openai');
   await form.getByLabel('Model name').fill('gpt-4o-mini');
@@ -40,6 +41,8 @@ t.test('agent: business hours, debounce, handoff and fallback texts, model and s
   await form.getByLabel('Input price (USD per million tokens)').fill('0.15');
   await form.getByLabel('Output price (USD per million tokens)').fill('0.6');
   await form.getByLabel('Concurrent model calls at most').fill('4');
+  t.equal(await form.getByLabel('Passages given to the model').inputValue(), '5', 'the default to start from');
+  await form.getByLabel('Passages given to the model').fill('8');
   await form.getByLabel('Spend cap per day (USD)').fill('2.5');
 
   t.equal(await form.getByLabel('Time zone').isVisible(), false, 'no hours until asked for');
@@ -72,6 +75,8 @@ t.test('agent: business hours, debounce, handoff and fallback texts, model and s
     fallbackMessage: 'I do not know that one yet.',
     relevanceThreshold: 0.5,
     handoffMessage: 'A colleague takes over now.',
+    outOfScopeText: 'I can help with night-shift questions only.',
+    knowledgePassages: 8,
     debounceMs: 1500,
     spendCapUsdPerDay: '2.50',
     model: { provider: 'openai', name: 'gpt-4o-mini', baseUrl: 'https://llm.example.com/v1', hasApiKey: true, pricing: { inputUsdPerMTok: '0.15', outputUsdPerMTok: '0.6' }, maxConcurrency: 4 },
@@ -100,6 +105,10 @@ t.test('agent: business hours, debounce, handoff and fallback texts, model and s
     await values(['Debounce (milliseconds)', 'Handoff text', 'Fallback text', 'When nothing relevant is found', 'Confidence threshold', 'Spend cap per day (USD)', 'Input price (USD per million tokens)', 'Output price (USD per million tokens)', 'Concurrent model calls at most', 'API key']),
     ['1500', 'A colleague takes over now.', 'I do not know that one yet.', 'fallback', '0.5', '2.50', '0.15', '0.6', '4', ''],
   );
+  t.same(
+    await values(['Out-of-scope reply', 'Passages given to the model']),
+    ['I can help with night-shift questions only.', '8'],
+  );
   t.equal(await edit.getByLabel('Set business hours').isChecked(), true);
 
   // What the API refuses is said next to its field.
@@ -118,14 +127,20 @@ t.test('agent: business hours, debounce, handoff and fallback texts, model and s
   t.equal(await edit.getByLabel('Debounce (milliseconds)').getAttribute('aria-invalid'), null, 'an earlier complaint is gone');
   await shot(page, 'agent-form-errors');
   await edit.getByLabel('Time zone').fill('America/New_York');
+  await edit.getByLabel('Passages given to the model').fill('21');
+  await edit.getByRole('button', { name: 'Save agent' }).click();
+  t.match(await fieldError(edit.getByLabel('Passages given to the model')), /20/, 'more passages than 20: at the field');
+  await edit.getByLabel('Passages given to the model').fill('3');
   // Emptied texts go back to the defaults; business hours switched off: always open.
   await edit.getByLabel('Handoff text').fill('');
+  await edit.getByLabel('Out-of-scope reply').fill('');
   await edit.getByRole('button', { name: 'Save agent' }).click();
   await saved(page, 'Agent “Night shift” saved.');
   [agent] = (await api('GET', '/api/agents', { token })).body.agents;
   t.equal(agent.hours.timezone, 'America/New_York');
   t.same(agent.hours.weekly.tue, [['09:00', '12:00'], ['13:00', '17:00']]);
   t.equal(agent.debounceMs, 800);
+  t.match(agent, { knowledgePassages: 3, outOfScopeText: null }, 'the passages saved; the emptied out-of-scope reply is the default again');
   t.not(agent.handoffMessage, 'A colleague takes over now.', 'the default handoff text again');
   t.equal(agent.model.hasApiKey, true, 'the key kept');
 
@@ -220,6 +235,12 @@ t.test('knowledge base: language and embedding model (key write-only); company s
   await page.getByRole('heading', { level: 2, name: 'Manuals' }).waitFor();
   const settings = page.getByRole('form', { name: 'Settings of this base' });
   t.equal(await settings.getByLabel('Base name').inputValue(), 'Manuals');
+  t.equal(await settings.getByLabel('Search language').inputValue(), 'auto', 'a new base detects the language per document');
+  const offered = await settings.getByLabel('Search language').locator('option').allTextContents();
+  t.equal(offered[0], 'Detect per document (recommended)', 'offered first');
+  t.ok(offered.includes('english') && offered.includes('russian'), 'a configuration can still be chosen');
+  const createLanguage = page.getByRole('form', { name: 'New knowledge base' }).getByLabel('Language', { exact: true });
+  t.equal(await createLanguage.inputValue(), 'auto', 'and a base to create starts with it');
   await settings.getByLabel('Search language').selectOption('english');
   await settings.getByLabel('Use an embedding model (search by meaning)').check();
   await settings.getByLabel('Embedding server URL').fill(embeddings.baseUrl);

@@ -35,8 +35,12 @@ t.test('must-hand-off cases beside phrase cases; results say what the agent did 
   await fill(1, 'When do you open?', '9 am, Saturday');
   await fill(2, 'Who won the football match last night?', null);
   await fill(3, 'When do you open on Saturday?', null);
-  await fill(4, 'Do you sell toasters?', 'toaster');
-  await fill(5, 'Are you open on Sunday?', null);
+  // About this business, and the help centre does not say: no answer (a question not about the
+  // business at all, like the football one, is declined as out of scope instead).
+  await fill(4, 'Do you gift wrap items?', 'gift wrap');
+  // A near miss: shares a word with the returns, which do not say ("Are you open on Sunday?" is
+  // answered now: "Monday to Saturday" says it).
+  await fill(5, 'Can I exchange a damaged item for a new one?', null);
   t.ok(await page.getByLabel('Expected phrases 2').isDisabled(), 'a must-hand-off case has no phrases');
   t.equal(await page.getByLabel('Expected phrases 2').getAttribute('placeholder'), 'the agent must not answer');
   await page.getByLabel('Must hand off (case 3)').uncheck();
@@ -59,7 +63,7 @@ t.test('must-hand-off cases beside phrase cases; results say what the agent did 
 
   const football = await cells(1);
   t.equal(football[0], 'Who won the football match last night? Must hand off');
-  t.match(football[1], /^Not answered: handed to a person/);
+  t.match(football[1], /^Not answered: out of scope/, 'not about this business: declined, no handoff');
   t.notMatch(football[1], /confidence \d+ %$/, 'no confidence badge for a reply the agent did not give');
   t.equal(football[3], '—');
   t.equal(football[4], 'Pass It did not answer, as it must not.');
@@ -68,14 +72,14 @@ t.test('must-hand-off cases beside phrase cases; results say what the agent did 
   t.match(saturday[1], /^Answered from the knowledge base/);
   t.equal(saturday[4], 'Fail It answered a question it must not answer.');
 
-  const toaster = await cells(3);
-  t.match(toaster[1], /^Not answered: handed to a person/);
-  t.equal(toaster[4], 'Fail It found no answer.');
+  const giftWrap = await cells(3);
+  t.match(giftWrap[1], /^Not answered: handed to a person/);
+  t.equal(giftWrap[4], 'Fail It found no answer.');
   t.equal(await rows.nth(3).locator('.why.doc-error').count(), 1, 'a failure reason stands out');
 
-  const sunday = await cells(4);
-  t.match(sunday[1], /^Not answered: handed to a person Closest passage: Shop \(confidence \d+ %\)$/, 'a near miss shows the passage that was not good enough');
-  t.equal(sunday[4], 'Pass It did not answer, as it must not.');
+  const exchange = await cells(4);
+  t.match(exchange[1], /^Not answered: handed to a person Closest passage: Shop \(confidence \d+ %\)$/, 'a near miss shows the passage that was not good enough');
+  t.equal(exchange[4], 'Pass It did not answer, as it must not.');
 
   // The confidence's colour: as sure as the API says.
   const evaluation = (await api('GET', `/api/agents/${(await api('GET', '/api/agents', { token })).body.agents[0].id}/evaluations?limit=1`, { token })).body.evaluations[0];
@@ -93,5 +97,32 @@ t.test('must-hand-off cases beside phrase cases; results say what the agent did 
   await page.reload();
   await page.getByRole('table', { name: 'Test results' }).waitFor();
   t.equal(await page.locator('.summary strong').textContent(), '3 passed, 2 failed · questions to answer: 1 of 2 passed · must hand off: 2 of 3 handed off', 'the latest run is shown again');
+  t.same(problems, []);
+});
+
+t.test('a question back: "asked which one", with the articles offered; not an answer', async (t) => {
+  const { page, problems, token } = await signedInPage(t, browser, svc, 'Swap Co');
+  const kb = (await api('POST', '/api/knowledge-bases', { token, body: { name: 'Help centre', language: 'english' } })).body.knowledgeBase;
+  await addDocument(api, token, kb.id, { title: 'Returns', content: 'Items can be returned within 30 days for a refund to your card.' });
+  await addDocument(api, token, kb.id, { title: 'Exchanges', content: 'Items can be exchanged within 30 days for another size or colour.' });
+  t.equal((await api('POST', '/api/agents', { token, body: { name: 'Swap bot', knowledgeBaseId: kb.id } })).status, 201);
+
+  await goTo(page, 'Test agent');
+  await page.getByLabel('Agent').selectOption({ label: 'Swap bot' });
+  await page.getByLabel('Question 1').fill('Can I return or exchange items?');
+  await page.getByLabel('Must hand off (case 1)').check();
+  await page.getByRole('button', { name: 'Add case' }).click();
+  await page.getByLabel('Question 2').fill('Can I return or exchange items?');
+  await page.getByLabel('Expected phrases 2').fill('30 days');
+  await page.getByRole('button', { name: 'Run test' }).click();
+  await page.getByText('Test finished: 1 passed, 1 failed.').waitFor();
+  const rows = page.getByRole('table', { name: 'Test results' }).locator('tbody tr');
+  const cells = async (i: number) => (await rows.nth(i).locator('td').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim());
+  const [, did, , sources, result] = await cells(0);
+  t.equal(did, 'Not answered yet: asked which one: Returns / Exchanges', 'the options in the order offered');
+  t.equal(sources, '—');
+  t.equal(result, 'Pass It did not answer, as it must not.');
+  const phrased = await cells(1);
+  t.equal(phrased[4], 'Fail It asked which article was meant instead of answering.');
   t.same(problems, []);
 });

@@ -252,16 +252,34 @@ const STATES = {
   paused: 'Paused',
   'paused.operator': 'Paused: a person has it',
   'paused.transferred': 'With a person in the helpdesk',
+  // The agent handed the conversation over and no person acted yet: it still answers what it can
+  // (contract.md § Answers that find what the help centre says).
+  'paused.handedOver': 'Handed over — waiting for a person',
+  'paused.handedOver.idle': 'Handed over — waiting for a person',
+  'paused.handedOver.collecting': 'Handed over — waiting for a person; the bot is reading the customer’s messages',
+  'paused.handedOver.answering': 'Handed over — waiting for a person; the bot is answering meanwhile',
   closed: 'Closed',
 };
 
 /** A state path ("paused.operator") in words. */
 export function stateText(path) {
   if (!path) return '—';
-  return STATES[path] ?? path.split('.').map(humanise).join(' › ');
+  if (STATES[path]) return STATES[path];
+  if (path.startsWith('paused.handedOver.')) return STATES['paused.handedOver'];
+  return path.split('.').map(humanise).join(' › ');
 }
 
-const STATE_KEYS = { active: 'Bot on', idle: 'Waiting', collecting: 'Collecting', answering: 'Answering', paused: 'Paused', operator: 'A person has it', transferred: 'In the helpdesk', closed: 'Closed' };
+const STATE_KEYS = {
+  active: 'Bot on',
+  idle: 'Waiting',
+  collecting: 'Collecting',
+  answering: 'Answering',
+  paused: 'Paused',
+  operator: 'A person has it',
+  transferred: 'In the helpdesk',
+  handedOver: 'Handed over',
+  closed: 'Closed',
+};
 
 /** One level of a state path (a box of the diagram): "operator" → "A person has it". */
 export function stateKeyText(key) {
@@ -369,7 +387,9 @@ const AGENT_FIELDS = {
   onNoAnswer: 'When nothing relevant is found',
   fallbackMessage: 'Fallback text',
   greeting: 'Greeting',
+  outOfScopeText: 'Out-of-scope reply',
   relevanceThreshold: 'Confidence threshold',
+  knowledgePassages: 'Passages given to the model',
   debounceMs: 'Debounce',
   hours: 'Business hours',
 };

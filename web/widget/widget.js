@@ -21,6 +21,10 @@
  * `name`. "A colleague will answer you here shortly." shows while the session is paused and
  * the latest reply is not an operator's: it goes once a person replied, also after a reload
  * (the replay's messages come before the session's status).
+ *
+ * An agent message that offers options (`options`: titles, a clarify reply's "Do you mean: 1.
+ * Returns 2. Exchanges?") shows them as numbered buttons under it; a click sends the number as
+ * an ordinary message. They are disabled once one is chosen or a newer message came.
  */
 (function () {
   'use strict';
@@ -81,6 +85,8 @@
     started: false,
     // The bubble of a reply being written (delta frames): {el, text}; replaced by the reply's message.
     draft: null,
+    // The buttons of the latest message that offered options, while they may be chosen: {seq, buttons}.
+    choices: null,
     typingTimer: null,
     typingSentAt: 0,
   };
@@ -111,6 +117,11 @@
     '.msg .at{font-size:11px;flex:none}',
     '.msg.sending{opacity:.6}',
     '.msg.failed{outline:2px solid #c62828}',
+    '.choices{display:flex;flex-direction:column;gap:4px;margin-top:6px;white-space:normal}',
+    '.choice{border:1px solid #1f5fd6;border-radius:8px;padding:5px 10px;background:#fff;color:#1f5fd6;text-align:left;cursor:pointer}',
+    '.choice:disabled{cursor:default;opacity:.55}',
+    '.choice.chosen{background:#1f5fd6;color:#fff;opacity:1}',
+    '.choice:focus-visible{outline:3px solid #f5b301;outline-offset:1px}',
     '.divider{align-self:center;font-size:11px;color:#777}',
     '.typing{padding:0 14px 6px;font-size:12px;color:#555;font-style:italic}',
     '.typing[hidden]{display:none}',
@@ -268,6 +279,42 @@
     log.appendChild(li);
   }
 
+  /** The options a message offers may no longer be chosen (one was, or a newer message came: `seq`, or the visitor wrote). */
+  function retireChoices(seq) {
+    if (!state.choices || (typeof seq === 'number' && seq <= state.choices.seq)) return;
+    for (var i = 0; i < state.choices.buttons.length; i++) state.choices.buttons[i].disabled = true;
+    state.choices = null;
+  }
+
+  /** Numbered buttons under an agent message for its options (titles, or {title}); a click sends the number. */
+  function addChoices(li, seq, options, newest) {
+    var group = el('div', 'choices');
+    group.setAttribute('role', 'group');
+    group.setAttribute('aria-label', 'Options');
+    var buttons = [];
+    for (var i = 0; i < options.length; i++) {
+      var title = typeof options[i] === 'string' ? options[i] : options[i] && typeof options[i].title === 'string' ? options[i].title : '';
+      var b = el('button', 'choice', i + 1 + '. ' + title);
+      b.type = 'button';
+      b.setAttribute('data-choice', String(i + 1));
+      b.disabled = !newest;
+      buttons.push(b);
+      group.appendChild(b);
+    }
+    group.addEventListener('click', function (e) {
+      var b = e.target.closest && e.target.closest('button.choice');
+      if (!b || b.disabled) return;
+      b.classList.add('chosen');
+      sendText(b.getAttribute('data-choice'));
+      input.focus();
+    });
+    li.appendChild(group);
+    if (newest) {
+      retireChoices();
+      state.choices = { seq: seq, buttons: buttons };
+    }
+  }
+
   function showTyping() {
     typingLine.hidden = false;
     clearTimeout(state.typingTimer);
@@ -300,6 +347,7 @@
   }
 
   function clearHistory() {
+    state.choices = null;
     state.seen = {};
     state.lastSeq = 0;
     state.dividerDue = false;
@@ -314,6 +362,7 @@
    * ordering by seq. A "New conversation" line goes in once the next session exists.
    */
   function changeSession(conversationId) {
+    retireChoices();
     state.seen = {};
     state.lastSeq = 0;
     forgetReplies();
@@ -438,8 +487,12 @@
             if (state.sessionStatus === 'paused' && (statusLine.textContent === '' || statusLine.textContent === STATUS_TEXT.paused)) setStatus(sessionNotice());
           }
         }
-        if (f.seq > state.lastSeq) state.lastSeq = f.seq;
-        insert(bubble(f.role, String(f.text), new Date(f.at), f.name), f.seq);
+        var newest = f.seq > state.lastSeq;
+        if (newest) state.lastSeq = f.seq;
+        retireChoices(f.seq);
+        var li = bubble(f.role, String(f.text), new Date(f.at), f.name);
+        if (f.role === 'agent' && Array.isArray(f.options) && f.options.length) addChoices(li, f.seq, f.options, newest);
+        insert(li, f.seq);
         scrollDown();
         break;
       case 'ack':
@@ -447,6 +500,7 @@
           var p = state.pending[j];
           if (p.clientMessageId !== f.clientMessageId) continue;
           state.pending.splice(j, 1);
+          if (typeof f.seq === 'number') retireChoices(f.seq);
           p.el.classList.remove('sending', 'failed');
           p.el.removeAttribute('title');
           if (p.rateLimited && !state.pending.some(function (q) { return q.rateLimited; })) setStatus(sessionNotice());
@@ -550,11 +604,9 @@
     state.typingSentAt = now;
     send({ type: 'typing', role: 'customer' });
   });
-  form.addEventListener('submit', function (e) {
-    e.preventDefault();
-    var text = input.value.trim();
-    if (!text) return;
-    input.value = '';
+  /** The visitor's message: shown at once, sent now or after the welcome. */
+  function sendText(text) {
+    retireChoices();
     var item = { clientMessageId: newId(), text: text, el: bubble('customer', text, new Date()) };
     item.el.classList.add('sending');
     state.pending.push(item);
@@ -562,6 +614,14 @@
     scrollDown();
     if (state.welcomed) send({ type: 'message', clientMessageId: item.clientMessageId, text: text });
     else connect(); // sent after welcome
+  }
+
+  form.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var text = input.value.trim();
+    if (!text) return;
+    input.value = '';
+    sendText(text);
   });
 
   window.addEventListener('online', function () {

@@ -51,6 +51,7 @@ function renderAgents(root, { signal }) {
   const prompt = h('textarea', { name: 'systemPrompt', rows: 5, maxlength: '20000' });
   const kb = h('select', { name: 'knowledgeBaseId' });
   const greeting = h('input', { type: 'text', name: 'greeting', maxlength: '1000' });
+  const outOfScopeText = h('input', { type: 'text', name: 'outOfScopeText', maxlength: '1000', placeholder: 'Empty: a polite default in the customer’s language' });
   const onNoAnswer = select(NO_ANSWER, { name: 'onNoAnswer' });
   const fallbackMessage = h('input', { type: 'text', name: 'fallbackMessage', maxlength: '1000', placeholder: 'Empty: the default text' });
   const threshold = h('input', { type: 'number', name: 'relevanceThreshold', min: '0', max: '1', step: '0.05' });
@@ -64,6 +65,7 @@ function renderAgents(root, { signal }) {
   const price = { expects: 'an amount such as 0.15 (a dot, at most 9 decimals)' };
   const priceIn = h('input', { type: 'text', name: 'inputUsdPerMTok', inputmode: 'decimal', placeholder: '0.15', spellcheck: 'false', dataset: price });
   const priceOut = h('input', { type: 'text', name: 'outputUsdPerMTok', inputmode: 'decimal', placeholder: '0.60', spellcheck: 'false', dataset: price });
+  const knowledgePassages = h('input', { type: 'number', name: 'knowledgePassages', min: '0', max: '20', step: '1', inputmode: 'numeric' });
   const maxConcurrency = h('input', { type: 'number', name: 'maxConcurrency', min: '1', max: '100000', step: '1', inputmode: 'numeric', placeholder: 'No cap' });
   const spendCap = h('input', { type: 'text', name: 'spendCapUsdPerDay', inputmode: 'decimal', placeholder: 'No cap', spellcheck: 'false', dataset: { expects: 'an amount in USD such as 12.50 (a dot, at most 6 decimals)' } });
   const hours = hoursEditor();
@@ -79,6 +81,11 @@ function renderAgents(root, { signal }) {
       field('Input price (USD per million tokens)', priceIn, 'What the model costs you, to debit the credit. Both empty: the built-in price list.'),
       field('Output price (USD per million tokens)', priceOut),
       field('Concurrent model calls at most', maxConcurrency, 'Per worker. Empty: no cap of its own.'),
+    ),
+    field(
+      'Passages given to the model',
+      knowledgePassages,
+      'How many of the best knowledge-base passages the model reads, each with how sure the search is that it answers; the model decides whether they do. 0–20 (default 5).',
     ),
   );
   const title = h('h2', { id: 'agent-form-title' }, 'New agent');
@@ -107,6 +114,11 @@ function renderAgents(root, { signal }) {
         field('Debounce (milliseconds)', debounce, 'Messages a customer sends within this time of each other are answered once, together. 0: each at once (at most 60000).'),
       ),
       field('Handoff text', handoffMessage, 'Told to the customer when the conversation goes to a person.'),
+      field(
+        'Out-of-scope reply',
+        outOfScopeText,
+        'Said when a message is not about your business (the weather, a poem, another company); the agent stays on, nobody is called. Empty: a polite line in the customer’s language saying what it can help with.',
+      ),
     ),
     group(
       'Model and spending',
@@ -130,9 +142,11 @@ function renderAgents(root, { signal }) {
       systemPrompt: prompt,
       knowledgeBaseId: kb,
       greeting,
+      outOfScopeText,
       onNoAnswer,
       fallbackMessage,
       relevanceThreshold: threshold,
+      knowledgePassages,
       handoffMessage,
       debounceMs: debounce,
       spendCapUsdPerDay: spendCap,
@@ -162,6 +176,8 @@ function renderAgents(root, { signal }) {
     prompt.value = agent?.systemPrompt ?? '';
     fillKnowledgeBases(agent?.knowledgeBaseId);
     greeting.value = agent?.greeting ?? '';
+    outOfScopeText.value = agent?.outOfScopeText ?? '';
+    knowledgePassages.value = String(agent?.knowledgePassages ?? 5);
     onNoAnswer.value = agent?.onNoAnswer ?? 'handoff';
     fallbackMessage.value = agent?.fallbackMessage ?? '';
     threshold.value = String(agent?.relevanceThreshold ?? 0.35);
@@ -196,6 +212,8 @@ function renderAgents(root, { signal }) {
       systemPrompt: prompt.value,
       knowledgeBaseId: kb.value ? Number(kb.value) : null,
       greeting: textOrNull(greeting),
+      outOfScopeText: textOrNull(outOfScopeText),
+      knowledgePassages: numberOf(knowledgePassages, undefined),
       onNoAnswer: onNoAnswer.value,
       fallbackMessage: textOrNull(fallbackMessage),
       relevanceThreshold: numberOf(threshold, undefined),

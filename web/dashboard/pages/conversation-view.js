@@ -4,11 +4,13 @@
 // happened, in words. The page follows the inspect stream (SSE) and updates in place.
 import { api, seg } from '../api.js';
 import { confidenceBadge } from '../confidence.js';
+import { offeredOptions } from '../decisions.js';
 import { leafPath, renderDiagram } from '../diagram.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
 import { followSse, liveStatus } from '../sse.js';
-import { actionText, argsText, channelText, customerName, deliveryText, eventText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, toolCallText, userName } from '../words.js';
+import { actionText, channelText, customerName, deliveryText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
 import { composer, lockIcon } from './composer.js';
+import { whatHappened } from './conversation-log.js';
 import { loadPeople } from './people.js';
 
 /** The newest messages / transitions shown (the API's largest page). */
@@ -17,17 +19,6 @@ const TAIL = 200;
 const NEAR_BOTTOM_PX = 32;
 const MAX_LABELS = 20;
 const MAX_LABEL_LENGTH = 40;
-
-/** A tool call of the agent in the log: what came of it, and the arguments it was called with (redacted by the server). */
-function toolCallCell(payload) {
-  const p = payload ?? {};
-  return h(
-    'div',
-    { class: ['tool-call', `tool-${String(p.status ?? '').replace(/[^a-z_]/g, '')}`] },
-    h('span', {}, toolCallText(p)),
-    p.args !== undefined ? h('p', { class: 'tool-args' }, h('span', { class: 'muted' }, 'Arguments: '), h('code', {}, argsText(p.args))) : null,
-  );
-}
 
 export async function render(root, { signal, me }, id) {
   const people = await loadPeople(signal, me);
@@ -107,6 +98,7 @@ export async function render(root, { signal, me }, id) {
         role === 'agent' && m.confidence != null ? [' · ', confidenceBadge(m.confidence)] : null,
       ),
       h('p', { class: 'msg-text' }, role === 'system' ? systemText(m.text) : (m.text ?? '')),
+      role === 'agent' ? offeredOptions(m.options) : null,
       m.delivery === 'failed' && m.deliveryError ? h('p', { class: 'msg-error' }, `Not delivered: ${m.deliveryError}`) : null,
       note ? h('p', { class: 'note-hint' }, 'Only your team sees this') : null,
       Array.isArray(m.sources) && m.sources.length
@@ -130,7 +122,7 @@ export async function render(root, { signal, me }, id) {
     }
     const nodes = list.map((m) => {
       const key = String(m.id);
-      const sig = JSON.stringify([m.text, m.delivery, m.deliveryError, m.confidence, m.kind, author(m), m.role === 'customer' ? state.conversation?.customer?.name : null]);
+      const sig = JSON.stringify([m.text, m.delivery, m.deliveryError, m.confidence, m.kind, m.options, author(m), m.role === 'customer' ? state.conversation?.customer?.name : null]);
       const had = drawn.get(key);
       if (had && had.sig === sig) return had.node;
       const node = messageNode(m);
@@ -303,7 +295,7 @@ export async function render(root, { signal, me }, id) {
         [
           { label: '#', class: 'num', cell: (t) => String(t.seq ?? '') },
           { label: 'Time', class: 'log-time', cell: (t) => shortAt(t.at) },
-          { label: 'What happened', cell: (t) => (t.event === 'tool.called' ? toolCallCell(t.payload) : eventText(t.event, t.payload, people)) },
+          { label: 'What happened', cell: (t) => whatHappened(t, people) },
           { label: 'State', cell: (t) => stateChange(t.from, t.to) },
           { label: 'What was done', cell: (t) => (Array.isArray(t.actions) && t.actions.length ? t.actions.map(actionText).join('; ') : '—') },
         ],

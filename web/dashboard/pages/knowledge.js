@@ -10,7 +10,13 @@ import { busy, checkbox, field, fieldErrors, h, messages, replace, secretInput, 
 const SYNONYMS_PER_GROUP = 20;
 const SYNONYM_LENGTH = 60;
 
-const LANGUAGES = ['simple', 'english', 'russian', 'german', 'french', 'spanish', 'italian', 'portuguese', 'dutch', 'turkish'].map((l) => ({ value: l, label: l }));
+// `auto` first: each document stemmed in the language it is written in (the API's default).
+const LANGUAGES = [
+  { value: 'auto', label: 'Detect per document (recommended)' },
+  ...['english', 'russian', 'german', 'french', 'spanish', 'italian', 'portuguese', 'dutch', 'turkish'].map((l) => ({ value: l, label: l })),
+  { value: 'simple', label: 'simple (no stemming)' },
+];
+const languageText = (language) => (language === 'auto' ? 'detected per document' : language);
 const FORMATS = [
   { value: 'markdown', label: 'Markdown / plain text with # headings' },
   { value: 'text', label: 'Plain text' },
@@ -52,7 +58,7 @@ function renderBases(root, { signal }, wanted) {
     'form',
     { method: 'post', class: 'panel inline-form', 'aria-labelledby': 'new-kb' },
     h('h2', { id: 'new-kb' }, 'New knowledge base'),
-    h('div', { class: 'row' }, field('Name', kbName), field('Language', kbLanguage, 'How words are stemmed for search.'), createButton),
+    h('div', { class: 'row' }, field('Name', kbName), field('Language', kbLanguage, 'How words are stemmed for search: each document in its own language, or one for all.'), createButton),
     createMsg.el,
   );
   createForm.addEventListener('submit', async (e) => {
@@ -284,7 +290,7 @@ function renderBases(root, { signal }, wanted) {
     baseName.value = kb?.name ?? '';
     const languages = kb && !LANGUAGES.some((l) => l.value === kb.language) ? [...LANGUAGES, { value: kb.language, label: kb.language }] : LANGUAGES;
     replace(baseLanguage, languages.map((l) => h('option', { value: l.value }, l.label)));
-    baseLanguage.value = kb?.language ?? 'simple';
+    baseLanguage.value = kb?.language ?? 'auto';
     useEmbedding.input.checked = Boolean(kb?.embedding);
     embeddingFields.hidden = !kb?.embedding;
     embeddingUrl.value = kb?.embedding?.baseUrl ?? '';
@@ -499,7 +505,7 @@ function renderBases(root, { signal }, wanted) {
 
   function showFacts(kb, id = kb?.id) {
     detailTitle.textContent = kb ? kb.name : `Knowledge base #${id}`;
-    detailFacts.textContent = kb ? `Language: ${kb.language}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
+    detailFacts.textContent = kb ? `Language: ${languageText(kb.language)}${kb.embedding ? ` · embeddings: ${kb.embedding.name}` : ''}` : '';
   }
 
   async function choose(id) {

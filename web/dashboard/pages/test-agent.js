@@ -5,11 +5,14 @@
 // (POST /api/agents/:id/evaluations).
 import { api, apiAll, seg } from '../api.js';
 import { confidenceBadge, confidenceText } from '../confidence.js';
+import { optionTitles } from '../decisions.js';
 import { busy, field, h, messages, replace, table, time, uid } from '../dom.js';
 
 const HANDOFF = 'handoff';
 const phrasesOf = (text) => text.split(/[,;\n]/).map((p) => p.trim()).filter(Boolean);
 const mustHandOff = (c) => c.expect === HANDOFF;
+/** Decisions that are not an answer from the knowledge: a must-hand-off case passes on them (lib/agents/evaluate.ts). */
+const NOT_ANSWERED = new Set(['no_answer', 'asked_for_human', 'out_of_scope', 'clarify']);
 
 const HANDOFF_REASON = {
   no_answer: 'no answer in the knowledge base',
@@ -25,6 +28,11 @@ function outcomeText(c) {
   if (c.decision === 'greeting') return 'Greeted the customer';
   if (c.decision === 'thanks') return 'Answered the thanks';
   if (c.decision === 'asked_for_human') return 'Handed to a person: the customer asked for one';
+  if (c.decision === 'out_of_scope') return 'Not answered: out of scope (said what it can help with, no handoff)';
+  if (c.decision === 'clarify') {
+    const titles = optionTitles(c.options);
+    return titles.length ? `Not answered yet: asked which one: ${titles.join(' / ')}` : 'Not answered yet: asked which one';
+  }
   if (c.decision === 'no_answer') return c.outcome === 'handoff' ? 'Not answered: handed to a person' : 'Not answered: said the fallback text';
   if (c.outcome === 'handoff') return `Handed to a person: ${HANDOFF_REASON[c.reason] ?? c.reason ?? 'no reason given'}`;
   if (c.outcome === 'close') return 'Closed the conversation';
@@ -33,10 +41,12 @@ function outcomeText(c) {
 
 /** Why the case passed or failed. */
 function verdictText(c) {
-  const answered = c.decision !== 'no_answer' && c.decision !== 'asked_for_human' && c.outcome !== 'handoff';
+  const answered = !NOT_ANSWERED.has(c.decision) && c.outcome !== 'handoff';
   if (mustHandOff(c)) return c.pass ? 'It did not answer, as it must not.' : answered ? 'It answered a question it must not answer.' : 'It did not hand off.';
   if (c.pass) return c.expect?.length ? 'The answer has every expected phrase.' : 'It answered.';
   if (c.decision === 'no_answer') return 'It found no answer.';
+  if (c.decision === 'out_of_scope') return 'It took the question for one not about your business.';
+  if (c.decision === 'clarify') return 'It asked which article was meant instead of answering.';
   if (c.missing?.length) return `Missing: ${c.missing.join(', ')}`;
   return 'It did not answer.';
 }
@@ -65,7 +75,7 @@ export function render(root, { signal }) {
       { class: 'cases-hint' },
       'Write a question as a customer would. Either list phrases the answer must contain, or tick ',
       h('strong', {}, 'Must hand off'),
-      ' for a question the agent must not answer (your help centre does not say, or it is not your business): that case passes when the agent hands the customer to a person or says its fallback text instead of answering.',
+      ' for a question the agent must not answer (your help centre does not say, or it is not your business): that case passes when the agent does not answer it: it hands the customer to a person, says its fallback text, declines a question that is not about your business, or asks which article was meant.',
     ),
     casesEl,
     h('div', { class: 'actions' }, addCase, run),
@@ -148,7 +158,8 @@ export function render(root, { signal }) {
                 {},
                 h('p', { class: 'outcome' }, outcomeText(c)),
                 confidenceBadge(c.confidence),
-                c.confidence == null && c.bestMatch
+                // A question back names its articles already; a near miss shows the passage that was not good enough.
+                c.confidence == null && c.bestMatch && c.decision !== 'clarify'
                   ? h('p', { class: 'closest muted small' }, `Closest passage: ${c.bestMatch.title} (${confidenceText(c.bestMatch.confidence)})`)
                   : null,
               ),
