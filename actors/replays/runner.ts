@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../lib/config.js';
 import { chargeReplayUsage, releaseReservations } from '../../lib/credit.js';
 import { inTransaction, type Orm, type SqlPool } from '../../lib/db.js';
-import { agentProfile, DEFAULT_PASSAGES, type AgentProfile, type AnswerDeps, type AnswerTools } from '../../lib/agents/answer.js';
+import { agentProfile, type AgentProfile, type AnswerDeps, type AnswerTools } from '../../lib/agents/answer.js';
 import { DEFAULT_HISTORY_TOKEN_BUDGET } from '../../lib/agents/prompt.js';
 import { replayAnswer, type ReplayAnswerOptions, type ReplayItemAnswer } from '../../lib/agents/replays/answer.js';
 import { answersDiffer, claimReplays, finishReplay, pendingItems, releaseLease, renewLease, storeItemAnswer, type ClaimedReplay, type PendingItem } from '../../lib/agents/replays/store.js';
@@ -259,7 +259,7 @@ export class ReplayRunner {
         agent.tools,
         { messageId: item.messageId, conversationId: item.conversationId, question: item.question },
         history.map((h) => ({ role: h.role as 'customer' | 'agent' | 'operator' | 'system', text: h.text })),
-        { signal, slot: spare ?? undefined, passages: DEFAULT_PASSAGES, historyTokenBudget: DEFAULT_HISTORY_TOKEN_BUDGET, model: this.#modelOptions() },
+        { signal, slot: spare ?? undefined, historyTokenBudget: DEFAULT_HISTORY_TOKEN_BUDGET, model: this.#modelOptions() },
       );
     } finally {
       spare?.release();

@@ -1,4 +1,4 @@
-import { DEFAULT_FALLBACK_TEXT, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
+import { DEFAULT_FALLBACK_TEXT, DEFAULT_PASSAGES, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
 import { WEEKDAYS, type BusinessHours } from '../../lib/agents/hours.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { formatUsd } from '../../lib/money.js';
@@ -103,7 +103,7 @@ const hoursSchema = {
 };
 const MAX_DEBOUNCE_MS = 60_000;
 /** A model agent's passages (contract.md § Answers that find what the help centre says): retrieval is for recall, the model decides. */
-export const DEFAULT_KNOWLEDGE_PASSAGES = 5;
+export const DEFAULT_KNOWLEDGE_PASSAGES = DEFAULT_PASSAGES;
 const MAX_KNOWLEDGE_PASSAGES = 20;
 const OUT_OF_SCOPE_HINT = 'The reply to a message that is not about this business (the weather, a poem, another company): the conversation stays with the agent, no handoff. null: a default polite line saying what the agent can help with, in the customer\'s language.';
 const KNOWLEDGE_PASSAGES_HINT = `How many of the best passages of the knowledge base a model agent is given with their confidence, to decide whether they answer (0–${MAX_KNOWLEDGE_PASSAGES}, default ${DEFAULT_KNOWLEDGE_PASSAGES}; 0: none). The built-in agent answers from the best one and does not use it.`;

@@ -104,7 +104,7 @@ export function agentProfile(a: Agent): AgentProfile {
     relevanceThreshold: a.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD,
     greeting: a.greeting ?? null,
     outOfScopeText: a.outOfScopeText ?? null,
-    knowledgePassages: a.knowledgePassages ?? 5,
+    knowledgePassages: a.knowledgePassages ?? DEFAULT_PASSAGES,
     debounceMs: a.debounceMs ?? 0,
     hours: a.hours ?? null,
     version: a.version ?? 1,

@@ -7,7 +7,7 @@ import type { AnswerDeps, AgentProfile } from './answer.js';
 import { handoff, noAnswer, sourceOf } from './answer.js';
 import { clarifyText, decideBuiltin, outOfScopeReply, pickedOption } from './answer-decision.js';
 import { composeAnswer, DEFAULT_ANSWER_LENGTH } from './builtin.js';
-import { answerDecision, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
+import { answerDecision, DECISION_PASSAGES, decisionPassage, smallTalkOf, smallTalkReply } from './decision.js';
 
 /**
  * The `builtin` provider's answer (contract.md § Answers that find what the help centre says):
@@ -76,7 +76,7 @@ export function builtinReply(
 ): AgentOutput {
   const handedOver = o.handedOver === true;
   const choice = decideBuiltin(evidence, agent.relevanceThreshold);
-  const passages = evidence.passages.map(decisionPassage);
+  const passages = evidence.passages.slice(0, DECISION_PASSAGES).map(decisionPassage);
   const record = (kind: Parameters<typeof answerDecision>[0], best: Passage | null, options?: ClarifyOption[]) =>
     answerDecision(kind, { knowledgeBaseId: base.id, question, threshold: agent.relevanceThreshold, best: best && decisionPassage(best), passages, options, handedOver });
   if (choice.kind === 'answer') {

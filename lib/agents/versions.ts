@@ -1,6 +1,7 @@
 import type { EntityManager } from '../db.js';
 import type { Agent } from '../../schema/entities.js';
 import { AgentVersionSchema, type AgentVersion } from '../../schema/replay-entities.js';
+import { DEFAULT_PASSAGES } from './answer.js';
 
 /**
  * An agent's versions (contract.md § Replay before publishing): every change to what the
@@ -65,7 +66,7 @@ export function settingsOf(agent: Pick<Agent, keyof AgentSettings>): AgentSettin
     greeting: agent.greeting,
     outOfScopeText: agent.outOfScopeText ?? null,
     relevanceThreshold: agent.relevanceThreshold,
-    knowledgePassages: agent.knowledgePassages ?? 5,
+    knowledgePassages: agent.knowledgePassages ?? DEFAULT_PASSAGES,
     debounceMs: agent.debounceMs,
     hours: agent.hours,
   };

@@ -1,8 +1,7 @@
 import type { SqlClient } from '../db.js';
 import { chunkTexts } from './chunk-texts.js';
 import { isCommonWord } from './common-words.js';
-import { combinedConfidence, isName, namesIn, passageConfidences, semanticCredit, standout } from './confidence.js';
-import type { QuestionFacts } from './confidence.js';
+import { combinedConfidence, isName, namesIn, passageConfidences, semanticCredit, standout, type QuestionFacts } from './confidence.js';
 import { expandQuestion } from './expansion.js';
 import { searchText } from './lexical-statement.js';
 import { localModel } from './local-model.js';
