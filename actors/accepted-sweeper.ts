@@ -3,6 +3,7 @@ import type { SqlPool } from '../lib/db.js';
 import type { InboundPublisher } from '../lib/inbound.js';
 import { checkAcceptedLater, DEFAULT_ACCEPTED_CHECK_MS, takeDueAccepted, type DueAccepted } from '../lib/inbound-journal.js';
 import type { Logger } from '../lib/logger.js';
+import { RepeatingTask } from '../lib/repeating-task.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import type { StreamNames } from '../lib/streams.js';
 
@@ -58,9 +59,7 @@ export interface AcceptedSweeperDeps {
 export class AcceptedSweeper {
   readonly #deps: AcceptedSweeperDeps;
   readonly #o: Required<AcceptedSweeperOptions>;
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #closed = false;
+  readonly #task: RepeatingTask;
   /** When each partition's consumer was last made again by a sweep. */
   readonly #reofferedAt = new Map<number, number>();
   /** Envelopes being applied directly, by `integrationId\nidempotencyKey`. */
@@ -76,29 +75,15 @@ export class AcceptedSweeper {
       maxWaitMs: options.maxWaitMs ?? DEFAULT_ACCEPTED_MAX_WAIT_MS,
       batch: options.batch ?? 500,
     };
+    this.#task = new RepeatingTask(this.#o.everyMs, () => this.sweep(), (err) => deps.logger.warn({ err }, 'accepted sweep failed'));
   }
 
   start(): void {
-    this.#schedule();
-  }
-
-  #schedule(): void {
-    if (this.#closed) return;
-    this.#timer = setTimeout(() => {
-      this.#running = this.sweep()
-        .then(() => undefined, (err: unknown) => this.#deps.logger.warn({ err }, 'accepted sweep failed'))
-        .finally(() => {
-          this.#running = null;
-          this.#schedule();
-        });
-    }, this.#o.everyMs);
-    this.#timer.unref();
+    this.#task.start();
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    await this.#running;
+    await this.#task.close();
     await Promise.all(this.#applying.values());
   }
 
@@ -169,7 +154,7 @@ export class AcceptedSweeper {
   /** Starts applying a row's envelope here; false when it cannot start now (already under way, or too many are). */
   #applyDirectly(row: DueAccepted): boolean {
     const key = `${row.integration_id}\n${row.idempotency_key}`;
-    if (this.#applying.has(key) || this.#applying.size >= MAX_DIRECT || this.#closed) return false;
+    if (this.#applying.has(key) || this.#applying.size >= MAX_DIRECT || this.#task.closed) return false;
     const done = this.#deps
       .apply(row.partition, row.envelope)
       .then(

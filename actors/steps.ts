@@ -8,6 +8,7 @@ import type { StreamNames } from '../lib/streams.js';
 import { attachTrace, recordSharedSpan, spanClock, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
+import { CONTACT_COLUMNS, contactRow, fillLeadContacts } from '../lib/leads.js';
 import { agentInputOf, isAnswering, isCollecting, isHandedOver } from '../machines/conversation.js';
 import type { AgentInput, ConversationEvent } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
@@ -98,10 +99,15 @@ export interface StepsOptions {
   concurrency?: number;
 }
 
-/** The statement that loads a batch: receipts written, conversations locked, message ids reserved. */
+/**
+ * The statement that loads a batch: receipts written, conversations locked, message ids
+ * reserved, and the leads of the customers its messages name filled in (`$6`; a new
+ * customer's lead is made with it when their session opens: openConversations).
+ */
 const LOAD = `
   with l as (${lockedConversations('$1', '$2', '$3')}),
-  r as (${insertReceipts('$4', `(select id, integration_id, client_id from l where status <> 'closed')`)})
+  r as (${insertReceipts('$4', `(select id, integration_id, client_id from l where status <> 'closed')`)}),
+  contacts as (${fillLeadContacts(`(select * from json_to_recordset($6::json) as c(integration_id int, client_id text, ${CONTACT_COLUMNS}))`)})
   select (select coalesce(json_agg(l), '[]') from l) as conversations,
          (select coalesce(json_agg(r), '[]') from r) as receipts,
          (${reserveMessageIds('$5')}) as ids`;
@@ -225,6 +231,8 @@ export class Steps {
     const ids: number[] = [];
     const keys: { integrationId: number; clientId: string }[] = [];
     const toReceipt: LoadReceipt[] = [];
+    // One row per customer (the batch's last word on them): an update meets each lead once.
+    const contacts = new Map<string, object>();
     let messages = 0;
     for (const step of steps) {
       if (step.kind === 'answer' || step.kind === 'debounce') ids.push(step.conversationId);
@@ -239,9 +247,13 @@ export class Steps {
         messages++;
         keys.push({ integrationId: step.env.integrationId, clientId: step.env.message.clientId });
         toReceipt.push(receiptOf(step.env, 'message', null, step.env.message.clientId));
+        const { contact, clientId } = step.env.message;
+        if (contact) contacts.set(conversationKey(step.env.integrationId, clientId), { integration_id: step.env.integrationId, client_id: clientId, ...contactRow(contact) });
       }
     }
-    const [row] = await query<Loaded>(client, 'steps_load', LOAD, [ids, keys.map((k) => k.integrationId), keys.map((k) => k.clientId), JSON.stringify(toReceipt), messages]);
+    const [row] = await query<Loaded>(client, 'steps_load', LOAD, [
+      ids, keys.map((k) => k.integrationId), keys.map((k) => k.clientId), JSON.stringify(toReceipt), messages, JSON.stringify([...contacts.values()]),
+    ]);
     return row!;
   }
 
@@ -259,6 +271,7 @@ export class Steps {
       [...missing.values()].map((env) => ({
         company_id: env.companyId, integration_id: env.integrationId, channel: env.channel, client_id: env.message.clientId,
         partition: partitionOfEnvelope(env, this.#deps.partitions), channel_id: env.message.channelId, transport: env.message.transport,
+        ...contactRow(env.message.contact),
       })),
     );
     for (const c of opened) {
@@ -326,7 +339,7 @@ export class Steps {
   }
 
   /**
-   * Operator commands from the API (pause, resume, close, reply, note). The API waits for the
+   * Operator commands from the API (pause, resume, close, reply, note), and the auto-resolve sweep's (actors/auto-resolve.ts). The API waits for the
    * "applied" notice published after the commit. A pause or close clears the hold the API set
    * at once in the database (an agent reply committed meanwhile was cancelled: actors/plan.ts).
    */
@@ -339,7 +352,9 @@ export class Steps {
     let outcome: 'applied' | 'duplicate' | 'ignored' = fresh ? 'applied' : 'duplicate';
     if (fresh) {
       const cmd = env.command;
-      if (cmd.action === 'reply' || cmd.action === 'note') {
+      if (cmd.action === 'auto_resolve') {
+        if (!answeredLast(conv, cmd.answeredAt) || !plan.step(conv, { type: 'agent.auto_resolve', at: new Date(this.#deps.now()).toISOString(), answeredAt: cmd.answeredAt, idleMinutes: cmd.idleMinutes })) outcome = 'ignored';
+      } else if (cmd.action === 'reply' || cmd.action === 'note') {
         if (conv.status === 'closed') outcome = 'ignored';
         else if (cmd.action === 'note') plan.addMessage(conv, { role: 'operator', kind: 'note', text: cmd.text, author_id: cmd.by });
         else {
@@ -418,6 +433,14 @@ interface StepContext {
   /** The next reserved message id (one per message step, in order). */
   id: () => string;
   askLocally: (a: AgentAsk) => void;
+}
+
+/**
+ * The agent's answer the sweep saw is still the conversation's last message: nobody wrote since (the customer's message, an
+ * operator's reply or a new answer would have moved last_message_at). The machine decides the rest (only `active.idle` closes).
+ */
+function answeredLast(conv: ConversationRow, answeredAt: string): boolean {
+  return conv.status === 'active' && conv.last_message_role === 'agent' && conv.last_message_at !== null && new Date(conv.last_message_at).getTime() === Date.parse(answeredAt);
 }
 
 function receiptOf(env: InboundEnvelope, kind: string, conversationId: number | null, clientId: string | null): LoadReceipt {

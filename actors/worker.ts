@@ -14,6 +14,8 @@ import { SecretBox } from '../lib/secrets.js';
 import { sweepExpiredReservations } from '../lib/credit.js';
 import { VectorIndex } from '../lib/knowledge/vectors.js';
 import { AcceptedSweeper, type AcceptedSweeperOptions } from './accepted-sweeper.js';
+import { AutoResolveSweeper, type AutoResolveOptions } from './auto-resolve.js';
+import { listenForChanges } from './agents/change-notices.js';
 import { createAgentRunner, type AgentRunnerOptions } from './agents/runner.js';
 import type { AgentRunner } from './agents/types.js';
 import { CreditGate } from './credit-gate.js';
@@ -39,6 +41,8 @@ export interface WorkerOptions {
   replay?: ReplayRunnerOptions;
   /** How the webhooks accepted for the owned partitions are checked for having been taken (actors/accepted-sweeper.ts). */
   accepted?: AcceptedSweeperOptions;
+  /** How often the owned partitions' sessions whose customer stayed silent after the agent's answer are closed (actors/auto-resolve.ts). */
+  autoResolve?: AutoResolveOptions;
 }
 
 export const DEFAULT_RESERVATION_SWEEP_MS = 30_000;
@@ -111,6 +115,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const vectors = new VectorIndex();
   const runner = createAgentRunner({ orm, sql, secrets, config, logger, credit, observeModelCall, mcp, ledgerSql: quick, vectors }, options.agentRunner);
   const agent = options.agentRunnerFrom ? options.agentRunnerFrom(runner) : runner;
+  // A change saved through the API is used from the next customer message on: its notice drops the cached config.
+  const stopListening = listenForChanges(nc, names, runner, logger);
   // Everything the worker takes in, all partitions together (actors/consumers.ts).
   const intake = new Intake(options.consumer?.intake ?? INTAKE_PER_MODEL_CALL * (options.host?.maxModelCalls ?? config.model.maxConcurrency));
   const consumerOptions: ConsumerOptions = { ...options.consumer, maxAckPending: options.consumer?.maxAckPending ?? intake.max };
@@ -189,6 +195,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     options.accepted,
   );
+  // Sessions the agent answered last and whose customer stayed silent close, resolved, through their machines.
+  const autoResolve = new AutoResolveSweeper({ sql, publisher, leases, logger }, options.autoResolve);
   const registry = deps.registry ?? new Registry();
   metrics = registerWorkerMetrics(registry, {
     jsm, names, sql, logger,
@@ -199,6 +207,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   try {
     await leases.start();
   } catch (err) {
+    stopListening();
     await mcp.close();
     await sql.end();
     await quick.end();
@@ -209,6 +218,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   outbox.start();
   replays.start();
   accepted.start();
+  autoResolve.start();
   // Reservations of model calls whose process died hold credit until they expire; then any worker releases them.
   const sweep = async () => {
     try {
@@ -233,7 +243,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     close: () =>
       (closing ??= (async () => {
         clearInterval(sweeper);
+        stopListening();
         await accepted.close();
+        await autoResolve.close();
         // Replays under way stop (their model calls aborted); another worker resumes them when their leases run out.
         await replays.close();
         // Partition by partition: intake stops, work in flight and its sends finish, the lease goes.

@@ -47,6 +47,7 @@ import { webhookIngress, webhookPostRouteDoc } from './webhook/ingress.js';
 import { WebchatServer, webchatRouteDoc, type WebchatOptions } from './webchat/server.js';
 import { widgetRoute } from './webchat/widget-route.js';
 import { KnowledgeIngestor, type IngestorOptions } from './knowledge/ingestor.js';
+import { agentChanges } from './lib/agent-changes.js';
 import { evaluationRoutes } from './routes/evaluations.js';
 import { replayRoutes } from './routes/replays.js';
 import { knowledgeBodyParser, knowledgeRoutes } from './routes/knowledge.js';
@@ -115,7 +116,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   // What a team writes of its conversations (assignee, labels, reads), told to live views as it changes.
   const team = new TeamColumns({ sql, nc: deps.nc, names: streamNames(config.natsPrefix), logger });
   const vectors = new VectorIndex();
-  const ingestor = new KnowledgeIngestor({ orm, sql, secrets, config, logger }, deps.knowledge);
+  // Every change the workers' agents depend on is announced before its answer (gateway/lib/agent-changes.ts).
+  const changes = agentChanges(deps.nc, streamNames(config.natsPrefix).agentChanges, logger);
+  const ingestor = new KnowledgeIngestor({ orm, sql, secrets, config, logger, changes }, deps.knowledge);
   ingestor.start();
 
   const app = express();
@@ -162,11 +165,11 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   routes.mount('/api/api-tokens', apiTokenRoutes(config.quotas), { access: 'session', role: 'admin' });
   routes.mount(
     '/api/agents',
-    [...agentRoutes(secrets, config), ...agentVersionRoutes(config), ...evaluationRoutes({ config, sql, secrets, vectors, logger }), ...replayRoutes({ config, sql, secrets }), ...actionRoutes(secrets, config), ...mcpServerRoutes(secrets, config), ...toolCallRoutes()],
+    [...agentRoutes(secrets, config, changes), ...agentVersionRoutes(config, changes), ...evaluationRoutes({ config, sql, secrets, vectors, logger }), ...replayRoutes({ config, sql, secrets, changes }), ...actionRoutes(secrets, config, changes), ...mcpServerRoutes(secrets, config, changes), ...toolCallRoutes()],
     { access: 'any', role: 'admin' },
   );
-  routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, sql, now }), { access: 'any', role: 'admin' });
-  routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger }), ...knowledgeGapRoutes({ sql, now })], { access: 'any', role: 'admin' });
+  routes.mount('/api/integrations', integrationRoutes({ config, box: secrets, cache: webhooks.cache, changes, sql, now }), { access: 'any', role: 'admin' });
+  routes.mount('/api/knowledge-bases', [...knowledgeRoutes({ config, sql, secrets, vectors, ingestor, logger, changes }), ...knowledgeGapRoutes({ sql, now })], { access: 'any', role: 'admin' });
   routes.mount('/api/users', userRoutes({ config, team, now }), { access: 'any' });
   routes.mount('/api/canned-replies', cannedReplyRoutes(config.quotas), { access: 'any' });
   routes.mount('/api', [...billingRoutes(), ...conversationRoutes({ config, nc: deps.nc, logger, sql, team, streams }), ...leadRoutes({ sql }), ...analyticsRoutes({ sql, now })]);

@@ -7,6 +7,8 @@ export interface RunningGateway {
   server: Server;
   port: number;
   url: string;
+  /** Where a browser on this machine opens the dashboard (a wildcard address named as localhost). */
+  dashboardUrl: string;
   close: () => Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
     server,
     port,
     url: `http://${listen.host}:${port}`,
+    dashboardUrl: `http://${browsableHost(listen.host)}:${port}/`,
     close: () =>
       new Promise<void>((resolve) => {
         // Upgraded sockets keep the server open: close them first (1001; widgets reconnect elsewhere).
@@ -46,4 +49,10 @@ export async function startGateway(deps: GatewayDeps, listen: { port: number; ho
         server.closeIdleConnections();
       }),
   };
+}
+
+/** A listening address as a browser reaches it: 0.0.0.0 and :: are every interface, so localhost; IPv6 in brackets. */
+export function browsableHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::' || host === '') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
 }

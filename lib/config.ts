@@ -104,6 +104,8 @@ export interface Config {
   /** Passed to express' `trust proxy`. */
   readonly trustProxy: boolean | number | string;
   readonly logLevel: string;
+  /** `json`: one JSON object per line (for a log collector); `pretty`: one readable line per entry (a terminal). */
+  readonly logFormat: 'json' | 'pretty';
   /**
    * Tenant-supplied URLs (helpdesk apiUrl, model and embedding baseUrl, document URLs) may
    * reach loopback / private / link-local addresses. Off by default; on for development
@@ -237,6 +239,7 @@ const envSchema = {
     ENFORCE_HTTPS: { type: 'string', enum: BOOLEAN_WORDS },
     TRUST_PROXY: { type: 'string' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    LOG_FORMAT: { type: 'string', enum: ['json', 'pretty'] },
     ALLOW_PRIVATE_URLS: { type: 'string', enum: BOOLEAN_WORDS },
     EMBEDDINGS: { type: 'string', enum: ['local', 'off'] },
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000 },
@@ -389,6 +392,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     enforceHttps,
     trustProxy: parseTrustProxy(env.TRUST_PROXY, production),
     logLevel: (v.LOG_LEVEL as string | undefined) ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    logFormat: (v.LOG_FORMAT as 'json' | 'pretty' | undefined) ?? 'json',
     allowPrivateUrls: isOn(v.ALLOW_PRIVATE_URLS as string | undefined),
     embeddings: (v.EMBEDDINGS as 'local' | 'off' | undefined) ?? 'local',
     shutdownTimeoutMs: (v.SHUTDOWN_TIMEOUT_MS as number | undefined) ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,

@@ -1,3 +1,4 @@
+import type { CustomerContact } from '../schema/envelope.js';
 import { query, type SqlClient } from './db.js';
 
 /**
@@ -12,17 +13,68 @@ import { query, type SqlClient } from './db.js';
  * An `insert … on conflict do nothing` of the lead of each row of `source` (a table, CTE or
  * parenthesised subquery with company_id, integration_id, client_id): the first stage of the
  * company's default pipeline. A customer who already has a lead keeps it, whatever its stage;
- * a company without a default pipeline gets none (and nothing fails).
+ * a company without a default pipeline gets none (and nothing fails). `withContact`: the rows
+ * also carry the CONTACT_COLUMNS (null where unknown), which the new lead starts with.
  */
-export function insertLeadsFrom(source: string): string {
-  return `insert into leads (company_id, integration_id, client_id, pipeline_id, stage_id)
-    select s.company_id, s.integration_id, s.client_id, f.pipeline_id, f.id
+export function insertLeadsFrom(source: string, withContact = false): string {
+  const contact = withContact
+    ? {
+        columns: ', name, email, phone, name_source, email_source, phone_source, verified_id',
+        values: CONTACT_FIELDS.map((f) => `, s.${f}`).join('') + CONTACT_FIELDS.map((f) => `, case when s.${f} is not null then s.contact_source end`).join('') + ', s.verified_id',
+      }
+    : { columns: '', values: '' };
+  return `insert into leads (company_id, integration_id, client_id, pipeline_id, stage_id${contact.columns})
+    select s.company_id, s.integration_id, s.client_id, f.pipeline_id, f.id${contact.values}
     from ${source} s
     cross join lateral (
       select st.pipeline_id, st.id from pipelines p join pipeline_stages st on st.pipeline_id = p.id
       where p.company_id = s.company_id and p.is_default order by p.id, st.position limit 1
     ) f
     on conflict do nothing`;
+}
+
+// ---- what customers tell of themselves (migration 0031; who may replace what: schema/envelope.ts ContactSource)
+
+export type { ContactSource, CustomerContact } from '../schema/envelope.js';
+
+const CONTACT_FIELDS = ['name', 'email', 'phone'] as const;
+/** The recordset columns a row of contacts carries beside integration_id and client_id. */
+export const CONTACT_COLUMNS = 'name text, email text, phone text, contact_source text, verified_id text';
+export const CONTACT_LIMITS = { name: 200, email: 254, phone: 40, verifiedId: 200 } as const;
+
+/** A contact as a row of CONTACT_COLUMNS. */
+export const contactRow = (c: CustomerContact | undefined) =>
+  c ? { name: c.name, email: c.email, phone: c.phone, contact_source: c.source, verified_id: c.verifiedId ?? null } : {};
+
+/**
+ * Outside text made a contact field: control and format characters (newlines, bidi
+ * overrides, zero-width ones) become spaces, spaces collapse, a lone surrogate becomes U+FFFD
+ * (PostgreSQL refuses it), at most `max` characters (a surrogate pair is never cut in half);
+ * null when nothing is left or it is not text.
+ */
+export function contactText(value: unknown, max: number): string | null {
+  if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+  if (typeof value !== 'string') return null;
+  const clean = value.toWellFormed().normalize('NFC').replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, ' ').replace(/\s+/g, ' ').trim();
+  if (!clean) return null;
+  const cut = Array.from(clean).slice(0, max).join('').trim();
+  return cut || null;
+}
+
+/**
+ * An `update leads` from the rows of `source` (integration_id, client_id and CONTACT_COLUMNS):
+ * each field given is taken when the lead has none, or when it is verified and the lead's
+ * was not an operator's; `verified_id` is taken whenever given. Leads nothing changes are
+ * not written (a helpdesk sends the name with every message). A lead that does not exist
+ * yet is not made here: insertLeadsFrom makes it with the contact.
+ */
+export function fillLeadContacts(source: string): string {
+  const takes = (f: string) => `(v.${f} is not null and (l.${f} is null or (v.contact_source = 'verified' and l.${f}_source is distinct from 'operator' and l.${f} is distinct from v.${f})))`;
+  const sets = CONTACT_FIELDS.map((f) => `${f} = case when ${takes(f)} then v.${f} else l.${f} end, ${f}_source = case when ${takes(f)} then v.contact_source else l.${f}_source end`);
+  return `update leads l set ${sets.join(', ')}, verified_id = coalesce(v.verified_id, l.verified_id)
+    from ${source} v
+    where l.integration_id = v.integration_id and l.client_id = v.client_id
+      and (${CONTACT_FIELDS.map(takes).join(' or ')} or (v.verified_id is not null and l.verified_id is distinct from v.verified_id))`;
 }
 
 /** Who moves a lead; recorded with the move. */
@@ -110,7 +162,7 @@ export interface LeadContact {
   phone: string | null;
 }
 
-/** Sets the given fields of a lead of `companyId` (the others are kept); false when it has no such lead. */
+/** Sets the given fields of a lead of `companyId` (the others are kept) as the operator's (ContactSource); false when it has no such lead. */
 export async function updateLeadContact(c: SqlClient, input: { companyId: number; leadId: number; contact: Partial<LeadContact> }): Promise<boolean> {
   const { name, email, phone } = input.contact;
   const rows = await query<{ id: number }>(
@@ -118,8 +170,11 @@ export async function updateLeadContact(c: SqlClient, input: { companyId: number
     'lead_contact',
     `update leads set
        name = case when $3 then $4 else name end,
+       name_source = case when $3 then case when $4::text is not null then 'operator' end else name_source end,
        email = case when $5 then $6 else email end,
-       phone = case when $7 then $8 else phone end
+       email_source = case when $5 then case when $6::text is not null then 'operator' end else email_source end,
+       phone = case when $7 then $8 else phone end,
+       phone_source = case when $7 then case when $8::text is not null then 'operator' end else phone_source end
      where id = $1 and company_id = $2 returning id`,
     [input.leadId, input.companyId, name !== undefined, name ?? null, email !== undefined, email ?? null, phone !== undefined, phone ?? null],
   );

@@ -5,6 +5,7 @@ import { localModel } from './knowledge/local-model.js';
 import { ensureDatabase, migrate, openDatabase, redactUrl, DatabaseUnavailableError, type Orm } from './db.js';
 import { ConfigError } from './errors.js';
 import { asyncStdout, createLogger, type Logger } from './logger.js';
+import { prettyDestination } from './pretty-log.js';
 import { connectNats, type NatsConnection } from './nats.js';
 import { installTracing, type InstalledTracing } from './tracing.js';
 
@@ -61,7 +62,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
     if (err instanceof ConfigError) die(`configuration error: ${err.message}`);
     throw err;
   }
-  const logger = createLogger(config.logLevel, asyncStdout()).child({ role });
+  const logger = createLogger(config.logLevel, config.logFormat === 'pretty' ? prettyDestination() : asyncStdout()).child({ role });
   for (const w of warnings) logger.warn(w);
   // Loaded now, off the main thread: the first questions need not wait for it.
   localModel.configure({ enabled: config.embeddings === 'local', logger });

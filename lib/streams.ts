@@ -19,6 +19,11 @@ export interface StreamNames {
   partitionConsumer: (partition: number) => string;
   /** Core-NATS subject on which integration changes are announced, so caches drop entries. */
   integrationChanges: string;
+  /**
+   * Core-NATS subject on which a change to a company's agents, knowledge, actions or MCP
+   * servers is announced (`{"companyId":N}`), so every worker drops its cached configs.
+   */
+  agentChanges: string;
   /** Core-NATS subject for replies to a webchat visitor, whichever gateway holds the socket. */
   webchatOutbound: (integrationId: number, visitorId: string) => string;
   /** Core-NATS subject of live conversation transitions (the inspect stream). */
@@ -35,6 +40,7 @@ export function streamNames(prefix: string): StreamNames {
     partitionFilter: (partition) => `${prefix}.in.${partition}.*`,
     partitionConsumer: (partition) => `${prefix}_p${partition}`,
     integrationChanges: `${prefix}.ctl.integrations`,
+    agentChanges: `${prefix}.ctl.agents`,
     webchatOutbound: (integrationId, visitorId) => `${prefix}.webchat.out.${integrationId}.${visitorId}`,
     conversationEvents: (companyId, conversationId) => `${prefix}.conv.${companyId}.${conversationId}`,
     companyConversationEvents: (companyId) => `${prefix}.conv.${companyId}.*`,

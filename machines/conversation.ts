@@ -25,6 +25,7 @@ import {
   agentHandoffParams,
   agentInputOf,
   agentReplyParams,
+  autoResolveParams,
   clarifyOptionsOf,
   handoffReasonOf,
   hasRequestId,
@@ -214,7 +215,14 @@ export const conversationMachine = setup({
       states: {
         idle: {
           entry: 'forgetCollected',
-          on: { 'customer.message': takeMessage },
+          on: {
+            'customer.message': takeMessage,
+            // Only from `idle`: a session collecting or answering a message has a customer who wrote last.
+            'agent.auto_resolve': {
+              target: '#conversation.closed',
+              actions: ['recordClosed', { type: 'session_close', params: ({ event }) => autoResolveParams(event) }],
+            },
+          },
         },
         collecting,
         answering: {

@@ -53,6 +53,11 @@ export function operatorCloseParams(event: EventOf<'operator.close'>): SessionCl
   return { origin: 'operator', event: event.type, at: event.at, ...(event.by !== undefined ? { by: event.by } : {}) };
 }
 
+/** The customer stayed silent after the agent's answer: the session ends resolved by the agent. */
+export function autoResolveParams(event: EventOf<'agent.auto_resolve'>): SessionCloseParams {
+  return { origin: 'agent', event: event.type, at: event.at, reason: 'auto_resolved' };
+}
+
 /** The version of the agent that gave the output, when it says (recorded with the message it becomes). */
 const versionOf = (output: AgentOutput | undefined) => (typeof output?.agentVersion === 'number' ? { agentVersion: output.agentVersion } : {});
 

@@ -112,7 +112,20 @@ export interface OperatorCloseEvent extends OperatorPayload {
 
 export type OperatorEvent = OperatorPauseEvent | OperatorResumeEvent | OperatorCloseEvent;
 
-export type ConversationEvent = CustomerMessageEvent | DebounceElapsedEvent | HelpdeskEvent | OperatorEvent;
+/**
+ * The customer stayed silent `idleMinutes` (the agent's autoResolveMinutes) after the agent's
+ * answer of `answeredAt`: the session closes as resolved by the agent (actors/auto-resolve.ts).
+ */
+export interface AutoResolveEvent {
+  type: 'agent.auto_resolve';
+  /** ISO timestamp of when the worker applied it. */
+  at: string;
+  /** ISO timestamp of the agent's answer the customer left unanswered. */
+  answeredAt: string;
+  idleMinutes: number;
+}
+
+export type ConversationEvent = CustomerMessageEvent | DebounceElapsedEvent | HelpdeskEvent | OperatorEvent | AutoResolveEvent;
 
 export type ConversationEventType = ConversationEvent['type'];
 
@@ -276,8 +289,8 @@ export type SessionTransferExternalParams =
 /** Params of the `session_close` action. */
 export interface SessionCloseParams {
   origin: 'helpdesk' | 'operator' | 'agent';
-  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close' | 'agent.close';
-  /** Why the agent closed it (its close_conversation tool). */
+  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close' | 'agent.close' | 'agent.auto_resolve';
+  /** Why the agent closed it (its close_conversation tool; `auto_resolved`: its customer stayed silent after its answer). */
   reason?: string;
   at: string;
   requestId?: number;

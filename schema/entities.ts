@@ -453,6 +453,8 @@ export interface Agent {
   debounceMs: number;
   /** Business hours and what the agent does outside them; null: always open. */
   hours: BusinessHours | null;
+  /** A conversation the agent answered last closes, resolved, after its customer is silent this long (0: never; migration 0032). */
+  autoResolveMinutes: number;
   /** The current version (migration 0023; lib/agents/versions.ts records each one). */
   version: number;
   createdAt: Date;
@@ -485,6 +487,7 @@ export const AgentSchema = new EntitySchema<Agent>({
     relevanceThreshold: { type: 'float', default: 0.35 },
     debounceMs: { type: 'integer', default: 0 },
     hours: { type: 'json', nullable: true },
+    autoResolveMinutes: { type: 'integer', default: 1440 },
     version: { type: 'integer', default: 1 },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
@@ -517,9 +520,15 @@ export interface Integration {
   allowedOrigins: string[];
   /** Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to; null: none. */
   handoffGroupId: number | null;
+  /** Webchat: what the widget asks before the first message (migration 0031). */
+  prechatForm: PrechatForm;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** The webchat widget's pre-chat form: none, the name, or the name and email. */
+export const PRECHAT_FORMS = ['off', 'name', 'name_email'] as const;
+export type PrechatForm = (typeof PRECHAT_FORMS)[number];
 
 export const IntegrationSchema = new EntitySchema<Integration>({
   name: 'Integration',
@@ -543,6 +552,7 @@ export const IntegrationSchema = new EntitySchema<Integration>({
     webhookRemoteId: { type: 'text', nullable: true },
     allowedOrigins: { type: 'json', default: '[]' },
     handoffGroupId: { type: 'integer', nullable: true },
+    prechatForm: { type: 'text', default: 'off' },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

@@ -1,7 +1,8 @@
 /**
  * JSON schemas (ajv) of what the helpdesk connector (Chat2Desk API v1 webhooks) posts to
  * `POST /api/webhook/helpdesk/:integrationId`. Chat2Desk sends many more fields than these
- * (client {...}, operator_id, ...): unknown fields are allowed and ignored.
+ * (operator_id, ...): unknown fields are allowed and ignored; of the `client {...}` card only
+ * `name` and `phone` are read (the normaliser cleans them; never a reason to refuse).
  * Ids arrive as numbers or strings depending on the event, so both are accepted where
  * Chat2Desk is known to send either, and an id sent as "" counts as absent (the normaliser
  * drops it before these schemas see it); gateway/webhook/helpdesk-normaliser.ts turns them
@@ -23,6 +24,8 @@ export interface HelpdeskMessagePayload {
   request_id?: string | number | null;
   attachments?: unknown[] | null;
   event_time?: string | number | null;
+  /** Who wrote (Chat2Desk's client card): only `name` and `phone` are read, whatever else it holds. */
+  client?: unknown;
 }
 
 /** A status event (flat, snake_case): close_dialog, close_request, dialog_transferred. */
@@ -60,6 +63,8 @@ export const helpdeskMessageSchema = {
     // Kept as sent, whatever their shape; `items` said outright for OpenAPI tools that expect it.
     attachments: { type: ['array', 'null'], items: {} },
     event_time: eventTime,
+    // Any shape inside: a name or phone the normaliser cannot use is dropped, never a reason to refuse the message (the helpdesk would retry it, then drop it).
+    client: { description: "The customer's card (an object); its `name` and `phone` fill their lead (cleaned, bounded); anything else is ignored." },
   },
 } as const;
 

@@ -26,6 +26,10 @@ export interface Lead {
   name: string | null;
   email: string | null;
   phone: string | null;
+  /** Who gave the email (migration 0031): only an `operator`'s or a `verified` one is trusted by actions. */
+  emailSource: 'operator' | 'verified' | 'customer' | 'helpdesk' | null;
+  /** The host page's id of the customer, once its identity hash verified (webchat `identify`). */
+  verifiedId: string | null;
   /** The customer's first contact. */
   createdAt: Date;
   /** When the lead entered its current stage (its first contact until it is moved). */
@@ -46,6 +50,8 @@ export const LeadSchema = new EntitySchema<Lead>({
     name: { type: 'text', nullable: true },
     email: { type: 'text', nullable: true },
     phone: { type: 'text', nullable: true },
+    emailSource: { type: 'text', nullable: true },
+    verifiedId: { type: 'text', nullable: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     stageChangedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

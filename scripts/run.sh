@@ -20,5 +20,7 @@ ensure_nats_server
 ensure_postgres
 ensure_nats
 describe_nats "$NATS_URL"
+# A terminal gets readable log lines (LOG_FORMAT=pretty); a pipe or a file keeps one JSON object per line.
+if [ -t 1 ] && [ -z "${LOG_FORMAT:-}" ]; then export LOG_FORMAT=pretty; fi
 if [ $# -eq 0 ]; then exec npm start; fi
 exec "$@"

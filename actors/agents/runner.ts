@@ -54,11 +54,14 @@ import { NO_BEHAVIOUR, type AgentInputForRunner, type AgentRunner, type AnswerPa
  * handoff carries the agent's `handoffMessage`, which the host sends to the customer (once:
  * after a handoff, until a person acts, the agent is asked with `handedOver` and the options
  * of its last `clarify` reply, and only its replies go out). Agent
- * configs are cached for `cacheTtlMs` (default 5 s): an edit takes effect within it. Every
+ * configs and integrations' agents are cached until a change notice drops them
+ * (actors/agents/change-notices.ts: the gateway announces every change before it answers,
+ * so the next customer message sees it), or for `cacheTtlMs` at most. Every
  * answer of a configured agent carries the version of the config that gave it
  * (`agentVersion`, lib/agents/versions.ts), which its message records.
  */
 export interface AgentRunnerOptions {
+  /** How long a cached config lives without a notice (default DEFAULT_CONFIG_TTL_MS). */
   cacheTtlMs?: number;
   cacheMaxEntries?: number;
   /** Built-in answers' length in characters (default 600). */
@@ -74,6 +77,23 @@ export interface AgentRunnerOptions {
   /** Questions whose answer evidence is kept for built-in answers (default DEFAULT_MATCH_CACHE_ENTRIES; 0: none). */
   matchCacheEntries?: number;
   now?: () => number;
+}
+
+/**
+ * A safety net only: every change made through the API is announced (change-notices.ts) and
+ * drops the entry at once; this bounds what no notice covers (a row changed by hand in SQL).
+ * Was 5 s while it was the only way an edit reached the workers.
+ */
+export const DEFAULT_CONFIG_TTL_MS = 60_000;
+
+/** What a change notice drops from the runner's caches (actors/agents/change-notices.ts). */
+export interface AgentCaches {
+  /** The company's agent configs and its integrations' agents. */
+  forgetCompany: (companyId: number) => void;
+  /** The integration's agent. */
+  forgetIntegration: (integrationId: number) => void;
+  /** Everything (a notice may have been missed). */
+  forgetAll: () => void;
 }
 
 /** Up to six passages (their texts) and their evidence per entry: a few kB each. */
@@ -119,9 +139,9 @@ function pathOf(config: AgentConfig | null): AnswerPath {
 const askedForHuman = (config: AgentConfig, question: string) =>
   answerDecision('asked_for_human', { knowledgeBaseId: config.base?.id ?? null, question, threshold: config.profile.relevanceThreshold });
 
-export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOptions = {}): AgentRunner {
+export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOptions = {}): AgentRunner & AgentCaches {
   const { orm, sql, secrets, logger } = deps;
-  const ttl = options.cacheTtlMs ?? 5_000;
+  const ttl = options.cacheTtlMs ?? DEFAULT_CONFIG_TTL_MS;
   const maxEntries = options.cacheMaxEntries ?? 10_000;
   const maxLength = options.maxAnswerLength ?? DEFAULT_ANSWER_LENGTH;
   const historyBudget = options.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET;
@@ -146,10 +166,10 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     });
   }
 
-  // An integration's agent, looked up at most every cacheTtlMs (an edit takes effect within it).
-  const agents = expiringLookups<number, number | null>(ttl, maxEntries, now);
-  function agentOf(integrationId: number): Promise<number | null> {
-    return agents(integrationId, async () => {
+  // An integration's agent, kept by `${companyId}:${integrationId}` so a company's notice drops it too (a deleted agent).
+  const agents = expiringLookups<string, number | null>(ttl, maxEntries, now);
+  function agentOf(companyId: number, integrationId: number): Promise<number | null> {
+    return agents(`${companyId}:${integrationId}`, async () => {
       const rows = await query<{ agent_id: number | null }>(sql, 'integration_agent', 'select agent_id from integrations where id = $1', [integrationId]);
       return rows[0]?.agent_id ?? null;
     });
@@ -159,7 +179,7 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
   const lookups = new Batcher<Question, AnswerCandidates | null>((questions) => bestKnowledgeMatches(sql, questions));
   // Customers ask the same things ("when are you open?"): the evidence of a question, as written
   // (its capitals name places and people: lib/knowledge/confidence.ts), is kept per base and
-  // content version, so an edit of the base is seen as soon as the agent's config is (cacheTtlMs).
+  // content version, so an edit of the base is seen as soon as the agent's config is reloaded.
   const evidences = new Map<string, AnswerEvidence>();
   const evidenceOf = async (q: Question, version: string, base: KnowledgeBaseInfo): Promise<AnswerEvidence> => {
     const key = `${q.knowledgeBaseId}:${version}:${q.query.replace(/\s+/g, ' ').trim()}`;
@@ -211,9 +231,25 @@ export function createAgentRunner(deps: AgentRunnerDeps, options: AgentRunnerOpt
     });
   }
 
+  const ofCompany = (companyId: number) => {
+    const prefix = `${companyId}:`;
+    return (key: string) => key.startsWith(prefix);
+  };
   return {
+    forgetCompany: (companyId) => {
+      configs.forget(ofCompany(companyId));
+      agents.forget(ofCompany(companyId));
+    },
+    forgetIntegration: (integrationId) => {
+      const suffix = `:${integrationId}`;
+      agents.forget((key) => key.endsWith(suffix));
+    },
+    forgetAll: () => {
+      configs.forget();
+      agents.forget();
+    },
     async routeOf(companyId, integrationId): Promise<AnswerRoute> {
-      const agentId = await agentOf(integrationId);
+      const agentId = await agentOf(companyId, integrationId);
       const config = agentId === null ? null : await configOf(companyId, agentId);
       return { agentId, path: pathOf(config), behaviour: config ? { debounceMs: config.profile.debounceMs, hours: config.profile.hours, version: config.profile.version } : NO_BEHAVIOUR };
     },

@@ -1,5 +1,5 @@
 import { query, type SqlClient } from '../../lib/db.js';
-import { insertLeadsFrom } from '../../lib/leads.js';
+import { CONTACT_COLUMNS, insertLeadsFrom } from '../../lib/leads.js';
 import { initialConversationSnapshot, statusOf, type StoredSnapshot } from '../../machines/conversation.js';
 import type { Conversation, ConversationRef, ConversationTransition } from '../../schema/conversation-entities.js';
 import type { Channel } from '../../schema/envelope.js';
@@ -55,11 +55,14 @@ const STEPPED = [
 /**
  * The rows of the step's conversations, locked in id order (two transactions locking
  * overlapping sets cannot deadlock): by id ($ids), and the open session of each
- * (integration, client) pair ($integrations, $clients).
+ * (integration, client) pair ($integrations, $clients). The ids are unnested, not looked up:
+ * `where id = any('{}')` (a batch of new messages only) is a contradiction to the planner,
+ * which then proves any partial index usable and read one whole (the auto-resolve one: every
+ * active session the agent answered last) to find nothing.
  */
 export const lockedConversations = (ids: string, integrations: string, clients: string) => `
   select c.* from conversations c where c.id in (
-    select id from conversations where id = any(${ids}::int[])
+    select unnest(${ids}::int[])
     union
     select o.id from conversations o join unnest(${integrations}::int[], ${clients}::text[]) as k(integration_id, client_id)
       on o.integration_id = k.integration_id and o.client_id = k.client_id
@@ -125,12 +128,16 @@ export interface NewConversation {
   transport: string | null;
 }
 
+/** What a new session's first message says of its customer (lib/leads.ts contactRow): their new lead starts with it. */
+export type NewConversationContact = Partial<Record<'name' | 'email' | 'phone' | 'contact_source' | 'verified_id', string | null>>;
+
 /**
- * Opens sessions; in the same statement each customer who has no lead yet gets one
- * (lib/leads.ts: a customer who comes back keeps theirs). Both commit or roll back with the
+ * Opens sessions; in the same statement each customer who has no lead yet gets one, with
+ * what their first message says of them (lib/leads.ts: a customer who comes back keeps
+ * theirs, filled in by the step's load). Both commit or roll back with the
  * transaction, so a crash or a redelivery cannot leave one without the other.
  */
-export async function openConversations(c: SqlClient, list: NewConversation[]): Promise<ConversationRow[]> {
+export async function openConversations(c: SqlClient, list: (NewConversation & NewConversationContact)[]): Promise<ConversationRow[]> {
   if (list.length === 0) return [];
   return query<ConversationRow>(c, 'conv_open_many', OPEN_SQL, [JSON.stringify(list.map((n) => ({ ...n, ...OPENED_AS })))]);
 }
@@ -140,8 +147,8 @@ const INITIAL = initialConversationSnapshot();
 const OPENED_AS = { status: statusOf(INITIAL.value), state: INITIAL.value, snapshot: INITIAL };
 
 const OPEN_SQL = `
-  with v as (select * from ${conversations.recordset('$1', 'v', OPENED)}),
-  l as (${insertLeadsFrom('v')})
+  with v as (select * from ${conversations.recordset('$1', 'v', OPENED, CONTACT_COLUMNS)}),
+  l as (${insertLeadsFrom('v', true)})
   insert into conversations (${conversations.list('', OPENED)}) select ${conversations.list('', OPENED)} from v
   returning *`;
 

@@ -7,8 +7,11 @@ import { formatUsd } from '../../lib/money.js';
  * to the totals (README § Outcomes has the definitions):
  * - conversations: sessions started (a session starts with its first message, seq 1);
  * - autoResolved: sessions closed that were never handed to a human (never in a paused
- *   state, whoever paused them: an agent handoff, a helpdesk transfer, an operator) and in
- *   which no operator wrote;
+ *   state, whoever paused them: an agent handoff, a helpdesk transfer, an operator), in
+ *   which no operator wrote, and not closed by an operator's Close (a person resolved
+ *   that one). Most are the agent's own: the customer stayed silent after its answer for
+ *   the agent's autoResolveMinutes (actors/auto-resolve.ts, event `agent.auto_resolve`),
+ *   or its close_conversation tool; the helpdesk's close counts too;
  * - handedOff: sessions handed over (an agent handoff or a helpdesk transfer, the
  *   `session_transfer_external` action), counted once, at their first handoff;
  * - reopened: sessions started by a customer whose previous session had closed at most
@@ -72,6 +75,7 @@ export const OUTCOMES_SQL = `
       and ($4::int is null or c.integration_id in (select id from agent_integrations))
       and not exists (select 1 from conversation_transitions p where p.conversation_id = c.id and p.to_state ? 'paused')
       and not exists (select 1 from conversation_messages o where o.conversation_id = c.id and o.role = 'operator')
+      and not exists (select 1 from conversation_transitions x where x.conversation_id = c.id and x.event = 'operator.close')
     union all
     select t.at, 'handedOff', 1 from conversation_transitions t join conversations c on c.id = t.conversation_id
     where t.company_id = $1 and t.actions @> '[{"type":"session_transfer_external"}]' and t.at >= $2 and t.at < $3

@@ -38,12 +38,15 @@ export interface ConversationFilters {
 export interface ConversationItem extends ConversationView {
   assignee: { id: string; displayName: string | null } | null;
   unread: number;
-  customer: { name: string | null };
+  /** From their lead (lib/leads.ts: the team's, the verified identity's, the pre-chat form's or the helpdesk's). */
+  customer: { name: string | null; email: string | null; phone: string | null };
 }
 
 interface ItemRow extends ConversationRow {
   assignee_name: string | null;
   customer_name: string | null;
+  customer_email: string | null;
+  customer_phone: string | null;
   unread: number;
 }
 
@@ -80,7 +83,7 @@ function conditions(companyId: string, f: ConversationFilters, p: Params): strin
 function itemSelect(viewer: string | null, p: Params): { columns: string; joins: string } {
   const reads = viewer ? `left join conversation_reads r on r.conversation_id = c.id and r.user_id = ${p.add(viewer, '::uuid')}` : '';
   return {
-    columns: `${CONVERSATION_COLUMNS}, u.display_name as assignee_name, l.name as customer_name,
+    columns: `${CONVERSATION_COLUMNS}, u.display_name as assignee_name, l.name as customer_name, l.email as customer_email, l.phone as customer_phone,
       ${viewer ? 'greatest(c.customer_messages - coalesce(r.customer_messages_read, 0), 0)' : '0'} as unread`,
     joins: `left join users u on u.id = c.assignee_id and u.company_id = c.company_id
       left join leads l on l.integration_id = c.integration_id and l.client_id = c.client_id and l.company_id = c.company_id
@@ -106,7 +109,7 @@ const itemOf = (r: ItemRow): ConversationItem => ({
   ...rowView(r),
   assignee: r.assignee_id ? { id: r.assignee_id, displayName: r.assignee_name } : null,
   unread: r.unread,
-  customer: { name: r.customer_name },
+  customer: { name: r.customer_name, email: r.customer_email, phone: r.customer_phone },
 });
 
 export class Inbox {

@@ -3,6 +3,7 @@ import { query, type SqlPool } from '../../lib/db.js';
 import type { Orm } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secrets.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { embedTexts, EmbeddingError } from '../../lib/knowledge/embeddings.js';
 import { embeddingModelOf } from '../../lib/knowledge/retrieve.js';
 import { chunkEmbeddingText, localIndexing } from '../../lib/knowledge/indexing.js';
@@ -50,6 +51,8 @@ export interface IngestorDeps {
   secrets: SecretBox;
   config: Pick<Config, 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'ingest'>;
   logger: Logger;
+  /** Told when a document is ready or failed: the base's content version moved (its chunks changed), so the workers reload it. */
+  changes?: AgentChanges;
 }
 
 export interface IngestorOptions {
@@ -238,6 +241,7 @@ export class KnowledgeIngestor {
         [reason.slice(0, 500), doc.id, doc.company_id],
       );
     });
+    await this.#deps.changes?.announce(doc.company_id);
   }
 
   /** The document's text (read now when it has none yet), its chunks and their local vectors (`vectorsFor`: its title), read in a thread of the pool. */
@@ -317,6 +321,7 @@ export class KnowledgeIngestor {
           [chunks.length, doc.id, doc.company_id],
         );
       });
+      await this.#deps.changes?.announce(doc.company_id);
       log.info({ chunks: chunks.length, embedded: embeddings !== null }, 'knowledge: document ready');
     } catch (err) {
       if (err instanceof LeaseLost || closing.aborted || lost.signal.aborted) {

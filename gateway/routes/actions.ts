@@ -13,6 +13,7 @@ import { AgentActionSchema, type AgentAction } from '../../schema/action-entitie
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { conflictOnUnique } from '../http/errors.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { nullable, object, STRING } from '../http/schemas.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
@@ -99,7 +100,8 @@ const OUTCOME = object(
   { title: 'ActionOutcome' },
 );
 
-export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly Route[] {
+/** An agent's actions; every change is announced to the workers before the answer (the next customer message may call it). */
+export function actionRoutes(secrets: SecretBox, config: ActionConfig, changes: AgentChanges): readonly Route[] {
   return [
     defineRoute({
       method: 'GET', path: '/:id/actions', operationId: 'listActions', tag: 'Agents', access: 'any',
@@ -138,6 +140,7 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
         } as never);
         const quota = { companyId, field: 'actions', limit: config.quotas.actionsPerAgent, entity: AgentActionSchema, where: { agentId: agent.id } };
         await storing(() => withinQuota(em, quota, () => em.flush()));
+        await changes.announce(companyId);
         res.status(201).json({ action: actionView(action) });
       },
     }),
@@ -181,6 +184,7 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
         if (body.timeoutMs !== undefined) action.timeoutMs = body.timeoutMs;
         action.updatedAt = new Date();
         await storing(() => req.tenant!.em.flush());
+        await changes.announce(req.tenant!.companyId);
         res.json({ action: actionView(action) });
       },
     }),
@@ -192,6 +196,7 @@ export function actionRoutes(secrets: SecretBox, config: ActionConfig): readonly
       errors: { NOT_FOUND: 'no such agent or action' },
       handler: async ({ req, res }) => {
         await deleteById(req.tenant!, AgentActionSchema, req.params.actionId, 'Action', { agentId: idParam(req.params.id, 'Action') });
+        await changes.announce(req.tenant!.companyId);
         res.status(204).end();
       },
     }),

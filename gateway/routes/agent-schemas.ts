@@ -1,4 +1,5 @@
 import { DEFAULT_FALLBACK_TEXT, DEFAULT_PASSAGES, DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
+import { AUTO_RESOLVE_HINT, DEFAULT_AUTO_RESOLVE_MINUTES, MAX_AUTO_RESOLVE_MINUTES } from '../../lib/agents/auto-resolve.js';
 import { WEEKDAYS, type BusinessHours } from '../../lib/agents/hours.js';
 import { DEFAULT_HANDOFF_TEXT } from '../../lib/conversations.js';
 import { formatUsd } from '../../lib/money.js';
@@ -48,6 +49,8 @@ export interface AgentInput {
   debounceMs?: number;
   /** Business hours; null: always open. */
   hours?: BusinessHours | null;
+  /** A conversation the agent answered last closes, resolved, after its customer is silent this many minutes (0: never). */
+  autoResolveMinutes?: number;
 }
 
 
@@ -102,6 +105,7 @@ const hoursSchema = {
   },
 };
 const MAX_DEBOUNCE_MS = 60_000;
+const AUTO_RESOLVE_MINUTES = { type: 'integer', minimum: 0, maximum: MAX_AUTO_RESOLVE_MINUTES, description: AUTO_RESOLVE_HINT };
 /** A model agent's passages (contract.md § Answers that find what the help centre says): retrieval is for recall, the model decides. */
 export const DEFAULT_KNOWLEDGE_PASSAGES = DEFAULT_PASSAGES;
 const MAX_KNOWLEDGE_PASSAGES = 20;
@@ -124,6 +128,7 @@ const agentProperties = {
   knowledgePassages: { type: 'integer', minimum: 0, maximum: MAX_KNOWLEDGE_PASSAGES, description: KNOWLEDGE_PASSAGES_HINT },
   debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS },
   hours: hoursSchema,
+  autoResolveMinutes: AUTO_RESOLVE_MINUTES,
 };
 export const createBody = bodyValidator<AgentInput & { name: string }>({ title: 'AgentCreate', type: 'object', additionalProperties: false, required: ['name'], properties: agentProperties });
 export const patchBody = bodyValidator<AgentInput>({ title: 'AgentPatch', type: 'object', additionalProperties: false, properties: agentProperties });
@@ -144,6 +149,7 @@ export const agentView = (a: Agent) => ({
   knowledgePassages: a.knowledgePassages ?? DEFAULT_KNOWLEDGE_PASSAGES,
   debounceMs: a.debounceMs,
   hours: a.hours,
+  autoResolveMinutes: a.autoResolveMinutes ?? DEFAULT_AUTO_RESOLVE_MINUTES,
   version: a.version,
   createdAt: a.createdAt.toISOString(),
   updatedAt: a.updatedAt.toISOString(),
@@ -168,7 +174,8 @@ export const AGENT_SCHEMA = object(
     knowledgePassages: { type: 'integer', minimum: 0, maximum: MAX_KNOWLEDGE_PASSAGES, description: KNOWLEDGE_PASSAGES_HINT },
     debounceMs: { type: 'integer', minimum: 0, maximum: MAX_DEBOUNCE_MS, description: 'Customer messages within this many ms of each other are answered once, together (0: off).' },
     hours: hoursSchema,
-    version: { type: 'integer', minimum: 1, description: 'The current version: each change of anything but the name makes the next one (GET /api/agents/{id}/versions).' },
+    autoResolveMinutes: AUTO_RESOLVE_MINUTES,
+    version: { type: 'integer', minimum: 1, description: 'The current version: each change of anything but the name and autoResolveMinutes makes the next one (GET /api/agents/{id}/versions).' },
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
   },
@@ -197,6 +204,7 @@ export const EXAMPLE_AGENT = {
   knowledgePassages: DEFAULT_KNOWLEDGE_PASSAGES,
   debounceMs: 1500,
   hours: EXAMPLE_HOURS,
+  autoResolveMinutes: DEFAULT_AUTO_RESOLVE_MINUTES,
   version: 3,
   createdAt: EXAMPLE_TIME,
   updatedAt: EXAMPLE_TIME,

@@ -5,6 +5,7 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import type { Agent } from '../../schema/entities.js';
 import { AgentVersionSchema, type AgentVersion } from '../../schema/replay-entities.js';
 import { conflictOnUnique } from '../http/errors.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import type { ParamDoc } from '../http/route-docs.js';
 import { defineRoute, type Route } from '../http/route.js';
@@ -39,8 +40,8 @@ async function restoreOnto(req: Request, agent: Agent, version: AgentVersion, co
   Object.assign(agent, restored);
 }
 
-/** `/api/agents/:id/versions`: mounted with the agents' routes. */
-export function agentVersionRoutes(config: AgentConfig): readonly Route[] {
+/** `/api/agents/:id/versions`: mounted with the agents' routes; a restore is announced to the workers before the answer. */
+export function agentVersionRoutes(config: AgentConfig, changes: AgentChanges): readonly Route[] {
   return [
     defineRoute({
       method: 'GET', path: '/:id/versions', operationId: 'listAgentVersions', tag: 'Agents', access: 'any',
@@ -80,6 +81,7 @@ export function agentVersionRoutes(config: AgentConfig): readonly Route[] {
         }
         agent.updatedAt = new Date();
         await conflictOnUnique(AGENT_CHANGED, () => tenant.em.flush());
+        await changes.announce(tenant.companyId);
         res.status(201).json({ agent: agentView(agent), version: versionView(made, agent.version) });
       },
     }),

@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import { DEFAULT_RELEVANCE_THRESHOLD } from '../../lib/agents/answer.js';
+import { DEFAULT_AUTO_RESOLVE_MINUTES } from '../../lib/agents/auto-resolve.js';
 import { hoursProblems, type BusinessHours } from '../../lib/agents/hours.js';
 import type { Config } from '../../lib/config.js';
 import { AppError, notFound } from '../../lib/errors.js';
@@ -10,6 +11,7 @@ import type { TenantScope } from '../../lib/tenancy.js';
 import { AgentSchema, KnowledgeBaseSchema, type Agent, type ModelPricing } from '../../schema/entities.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { conflictOnUnique } from '../http/errors.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { assertTenantUrl, idParam, invalidFields } from '../http/validate.js';
@@ -104,6 +106,7 @@ export async function applyAgentInput(tenant: TenantScope, agent: Agent, body: A
   if (body.knowledgePassages !== undefined) agent.knowledgePassages = body.knowledgePassages;
   if (body.debounceMs !== undefined) agent.debounceMs = body.debounceMs;
   if (body.hours !== undefined) agent.hours = hoursOf(body.hours)!;
+  if (body.autoResolveMinutes !== undefined) agent.autoResolveMinutes = body.autoResolveMinutes;
   await applyModel(agent, body.model, secrets, config);
   agent.updatedAt = new Date();
 }
@@ -124,8 +127,8 @@ export async function loadPathAgent(req: Request): Promise<Agent> {
   return agent;
 }
 
-/** `/api/agents`: every route needs a company credential (gateway/app.ts mounts them so). */
-export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly Route[] {
+/** `/api/agents`: every route needs a company credential (gateway/app.ts mounts them so). Every change is announced to the workers before the answer. */
+export function agentRoutes(secrets: SecretBox, config: AgentConfig, changes: AgentChanges): readonly Route[] {
   return [
     defineRoute({
       method: 'GET', path: '/', operationId: 'listAgents', tag: 'Agents', access: 'any',
@@ -155,7 +158,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
           onNoAnswer: body.onNoAnswer ?? 'handoff', fallbackMessage: body.fallbackMessage?.trim() ?? null, greeting: body.greeting?.trim() ?? null,
           outOfScopeText: body.outOfScopeText?.trim() ?? null,
           relevanceThreshold: body.relevanceThreshold ?? DEFAULT_RELEVANCE_THRESHOLD, knowledgePassages: body.knowledgePassages ?? DEFAULT_KNOWLEDGE_PASSAGES,
-          debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null,
+          debounceMs: body.debounceMs ?? 0, hours: hoursOf(body.hours) ?? null, autoResolveMinutes: body.autoResolveMinutes ?? DEFAULT_AUTO_RESOLVE_MINUTES,
           createdAt: now, updatedAt: now,
         } as never);
         await applyModel(agent, body.model, secrets, config);
@@ -166,6 +169,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
           recordFirstVersion(tenant.em, agent, versionAuthor(req));
           await tenant.em.flush();
         });
+        await changes.announce(tenant.companyId);
         res.status(201).json({ agent: agentView(agent) });
       },
     }),
@@ -183,7 +187,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
     defineRoute({
       method: 'PATCH', path: '/:id', operationId: 'updateAgent', tag: 'Agents', access: 'any',
       summary: 'Change an agent (only the fields sent; null restores a default)',
-      description: 'A change of anything but `name` makes a new version of the agent (GET /api/agents/{id}/versions).',
+      description: 'A change of anything but `name` and `autoResolveMinutes` makes a new version of the agent (GET /api/agents/{id}/versions).',
       params: [AGENT_ID],
       body: {
         validators: [patchBody],
@@ -198,6 +202,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
         await applyAgentInput(tenant, agent, body, secrets, config);
         recordVersion(tenant.em, agent, before, { createdBy: versionAuthor(req) });
         await conflictOnUnique(AGENT_CHANGED, () => tenant.em.flush());
+        await changes.announce(tenant.companyId);
         res.json({ agent: agentView(agent) });
       },
     }),
@@ -209,6 +214,7 @@ export function agentRoutes(secrets: SecretBox, config: AgentConfig): readonly R
       errors: { NOT_FOUND: 'no such agent' },
       handler: async ({ req, res }) => {
         await deleteById(req.tenant!, AgentSchema, req.params.id, 'Agent');
+        await changes.announce(req.tenant!.companyId);
         res.status(204).end();
       },
     }),

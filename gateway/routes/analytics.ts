@@ -44,7 +44,7 @@ export function parseBound(value: unknown, field: 'from' | 'to', details: FieldE
 
 const FIGURES = {
   conversations: { ...COUNT, description: 'Sessions started.' },
-  autoResolved: { ...COUNT, description: 'Sessions closed that were never handed to a human and in which no operator wrote.' },
+  autoResolved: { ...COUNT, description: "Sessions closed that were never handed to a human, in which no operator wrote and that no operator closed: mostly those whose customer stayed silent after the agent's answer for the agent's autoResolveMinutes." },
   handedOff: { ...COUNT, description: 'Sessions handed over (agent handoff or helpdesk transfer), at their first handoff.' },
   reopened: { ...COUNT, description: `Sessions started by a customer whose previous session had closed at most ${REOPEN_WINDOW_DAYS} days before.` },
   replies: { ...COUNT, description: 'Agent replies delivered.' },

@@ -110,11 +110,11 @@ export const CONVERSATION_ITEM = object(
     ...(CONVERSATION.properties as Record<string, JsonSchema>),
     assignee: { ...nullable(TEAMMATE), description: 'Who has it, null when unassigned.' },
     unread: { ...COUNT, description: "The caller's unread customer messages (since their last POST /api/conversations/{id}/read); 0 for a company API token." },
-    customer: { ...object({ name: nullable(STRING) }), description: "The customer, from their lead (PATCH /api/leads/{id} sets the name)." },
+    customer: { ...object({ name: nullable(STRING), email: nullable(STRING), phone: nullable(STRING) }), description: "The customer, from their lead: the team's values (PATCH /api/leads/{id}), else the widget's verified identity or pre-chat form, else the helpdesk's client card." },
   },
   { title: 'ConversationItem' },
 );
-export const EXAMPLE_CONVERSATION_ITEM = { ...EXAMPLE_CONVERSATION, assigneeId: EXAMPLE_USER_ID, assignee: EXAMPLE_TEAMMATE, unread: 1, customer: { name: 'Maria' } };
+export const EXAMPLE_CONVERSATION_ITEM = { ...EXAMPLE_CONVERSATION, assigneeId: EXAMPLE_USER_ID, assignee: EXAMPLE_TEAMMATE, unread: 1, customer: { name: 'Maria', email: null, phone: '+34 600 000 000' } };
 
 /** One numbered option of a `clarify` reply: an article the question may be about. */
 export const CLARIFY_OPTION = object({ documentId: ID, chunkId: BIG_ID, title: STRING }, { title: 'ClarifyOption' });

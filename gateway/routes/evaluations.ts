@@ -4,6 +4,7 @@ import type { SqlPool } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { agentProfile } from '../../lib/agents/answer.js';
 import { evaluateCase, EXPECT_HANDOFF, type CaseResult, type EvaluationCase } from '../../lib/agents/evaluate.js';
+import { savedCases, saveCases } from '../../lib/agents/evaluation-cases.js';
 import { McpConnections } from '../../lib/agents/tools/mcp-client.js';
 import { loadAgentTools } from '../../lib/agents/tools/toolbox.js';
 import { loadBaseInfo } from '../../lib/knowledge/retrieve.js';
@@ -26,46 +27,44 @@ import { loadPathAgent } from './agents.js';
  * conversation is touched) and keeps the result; `GET /api/agents/:id/evaluations` pages
  * through them, newest first. A model agent's own tools are offered as to a customer; those
  * that change data are not called (lib/agents/tools/toolbox.ts), and the calls are in the
- * agent's tool-call ledger with no conversation.
+ * agent's tool-call ledger with no conversation. `GET|PUT /api/agents/:id/evaluation-cases`
+ * keep the page's cases per agent (lib/agents/evaluation-cases.ts).
  */
 export const MAX_CASES = 50;
 /** Cases answered at once (a model agent's calls run in parallel up to this). */
 const CONCURRENCY = 4;
 
-const body = bodyValidator<{ cases: EvaluationCase[] }>({
+const CASE = {
   type: 'object',
   additionalProperties: false,
-  required: ['cases'],
+  required: ['question', 'expect'],
   properties: {
-    cases: {
-      type: 'array',
-      minItems: 1,
-      maxItems: MAX_CASES,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['question', 'expect'],
-        properties: {
-          question: { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' },
-          // One schema for both forms (array keywords apply only to arrays, `pattern` only to
-          // strings) so a bad phrase is named by its index rather than folded into an anyOf.
-          expect: {
-            type: ['array', 'string'],
-            description: 'The phrases the answer must contain, or "handoff": the agent must not answer this question (it hands over, says its fallback text, declines a question not about the business, or asks which article was meant).',
-            maxItems: 20,
-            items: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
-            pattern: `^${EXPECT_HANDOFF}$`,
-          },
-        },
-      },
+    question: { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' },
+    // One schema for both forms (array keywords apply only to arrays, `pattern` only to
+    // strings) so a bad phrase is named by its index rather than folded into an anyOf.
+    expect: {
+      type: ['array', 'string'],
+      description: 'The phrases the answer must contain, or "handoff": the agent must not answer this question (it hands over, says its fallback text, declines a question not about the business, or asks which article was meant).',
+      maxItems: 20,
+      items: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
+      pattern: `^${EXPECT_HANDOFF}$`,
     },
   },
-});
+};
+
+/** `{cases}` of at least `minItems` cases (a run needs one; a saved list may be emptied). */
+const casesBody = (minItems: number) =>
+  bodyValidator<{ cases: EvaluationCase[] }>({
+    type: 'object',
+    additionalProperties: false,
+    required: ['cases'],
+    properties: { cases: { type: 'array', minItems, maxItems: MAX_CASES, items: CASE } },
+  });
 
 const EXPECT_MESSAGE = `must be a list of phrases or "${EXPECT_HANDOFF}"`;
 
 /** The body, with a message for a bad `expect` that says both forms (the schema's would say "must match pattern"). */
-const evaluationBody: BodyValidator<{ cases: EvaluationCase[] }> = Object.assign(
+const withExpectMessage = (body: BodyValidator<{ cases: EvaluationCase[] }>): BodyValidator<{ cases: EvaluationCase[] }> => Object.assign(
   (raw: unknown): { cases: EvaluationCase[] } => {
     try {
       return body(raw);
@@ -79,6 +78,10 @@ const evaluationBody: BodyValidator<{ cases: EvaluationCase[] }> = Object.assign
   },
   { schema: body.schema },
 );
+const evaluationBody = withExpectMessage(casesBody(1));
+const savedCasesBody = withExpectMessage(casesBody(0));
+const SAVED_CASES = object({ cases: arrayOf(object({ question: STRING, expect: { anyOf: [arrayOf(STRING), { type: 'string', enum: [EXPECT_HANDOFF] }] } }, { title: 'EvaluationCase' })) });
+const EXAMPLE_CASES = { cases: [{ question: 'When do you open?', expect: ['nine'] }, { question: 'Who won the match last night?', expect: 'handoff' }] };
 
 /** A case as kept: results kept before expectations and decisions were recorded show those fields null. */
 const caseView = (c: Partial<CaseResult>): CaseResult => ({ expect: null, confidence: null, decision: null, bestMatch: null, ...c }) as CaseResult;
@@ -137,6 +140,29 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): readonly Route[] {
         const evaluation = tenant.em.create(AgentEvaluationSchema, { companyId: tenant.companyId, agentId: agent.id, passed, failed: results.length - passed, cases: results, createdAt: new Date() });
         await tenant.em.flush();
         res.status(201).json({ evaluation: evaluationView(evaluation) });
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/:id/evaluation-cases', operationId: 'getEvaluationCases', tag: 'Agents', access: 'any',
+      summary: "The agent's saved Test agent cases (none saved: an empty list)",
+      params: [AGENT_ID],
+      responses: { 200: { description: 'The cases as last saved, in order.', schema: SAVED_CASES, example: EXAMPLE_CASES } },
+      errors: { NOT_FOUND: 'no such agent' },
+      load: loadPathAgent,
+      handler: async ({ req, res, loaded: agent }) => {
+        res.json({ cases: await savedCases(deps.sql, req.tenant!.companyId, agent.id) });
+      },
+    }),
+    defineRoute({
+      method: 'PUT', path: '/:id/evaluation-cases', operationId: 'saveEvaluationCases', tag: 'Agents', access: 'any',
+      summary: "Replace the agent's saved Test agent cases (the same cases POST /api/agents/{id}/evaluations runs)",
+      params: [AGENT_ID],
+      body: { validators: [savedCasesBody], example: EXAMPLE_CASES },
+      responses: { 200: { description: 'The cases as saved now.', schema: SAVED_CASES, example: EXAMPLE_CASES } },
+      errors: { NOT_FOUND: 'no such agent', VALIDATION_ERROR: `more than ${MAX_CASES} cases, or a bad case (an empty question; an \`expect\` that is neither a list of phrases nor "handoff")` },
+      load: loadPathAgent,
+      handler: async ({ req, res, loaded: agent, body: { cases } }) => {
+        res.json({ cases: await saveCases(deps.sql, req.tenant!.companyId, agent.id, cases) });
       },
     }),
     defineRoute({

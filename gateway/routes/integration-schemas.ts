@@ -1,4 +1,4 @@
-import type { Integration, IntegrationType } from '../../schema/entities.js';
+import { PRECHAT_FORMS, type Integration, type IntegrationType, type PrechatForm } from '../../schema/entities.js';
 import { arrayOf, BOOLEAN, COUNT, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { bodyValidator, idPathParam } from '../http/validate.js';
 import type { HelpdeskRegion } from '../integrations/helpdesk-account.js';
@@ -22,6 +22,8 @@ export interface IntegrationInput {
   webhookSecret?: string;
   /** Helpdesk: the operator group a handed-off dialog is transferred to; null: no transfer. */
   handoffGroupId?: number | null;
+  /** Webchat: what the widget asks before the first message. */
+  prechatForm?: PrechatForm;
 }
 
 const properties = {
@@ -33,6 +35,7 @@ const properties = {
   region: { type: 'string', enum: ['global', 'europe'] },
   allowedOrigins: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 500 } },
   handoffGroupId: { type: ['integer', 'null'], minimum: 1, maximum: 2_147_483_647 },
+  prechatForm: { type: 'string', enum: PRECHAT_FORMS },
 };
 export const createBody = bodyValidator<IntegrationInput & { type: IntegrationType; name: string; agentId: number }>({
   title: 'IntegrationCreate',
@@ -61,6 +64,7 @@ export const integrationView = (i: Integration, activity: WebhookActivityView, w
   hasApiToken: i.apiTokenSealed !== null,
   allowedOrigins: i.allowedOrigins,
   handoffGroupId: i.handoffGroupId,
+  prechatForm: i.prechatForm,
   webhookUrl,
   webhookStatus: i.type === 'helpdesk' ? webhookStatusOf(i.webhookStatus === 'ok', activity, now) : i.webhookStatus,
   webhookRegisteredAt: i.webhookRegisteredAt ? i.webhookRegisteredAt.toISOString() : null,
@@ -82,6 +86,7 @@ const INTEGRATION_PROPERTIES = {
   hasApiToken: { ...BOOLEAN, description: 'Whether a helpdesk token is stored (it is write-only).' },
   allowedOrigins: { ...arrayOf(STRING), description: 'Webchat: the pages that may open the chat; empty: any.' },
   handoffGroupId: { ...nullable(ID), description: 'Helpdesk: the Chat2Desk operator group a handed-off dialog is transferred to (null: no transfer call).' },
+  prechatForm: { type: 'string', enum: PRECHAT_FORMS, description: 'Webchat: what the widget asks before the first message of a visitor the host page did not identify (`off`, the `name`, the `name_email`); the answers fill the lead, unverified.' },
   webhookUrl: { type: 'string', description: 'PUBLIC_BASE_URL/api/webhook/{type}/{id}' },
   webhookStatus: { type: 'string', enum: ['pending', 'ok', 'failing'] },
   webhookRegisteredAt: nullable(TIMESTAMP),
@@ -104,6 +109,7 @@ export const EXAMPLE_INTEGRATION = {
   hasApiToken: true,
   allowedOrigins: [],
   handoffGroupId: 7,
+  prechatForm: 'off',
   webhookUrl: 'https://bot.example.com/api/webhook/helpdesk/1',
   webhookStatus: 'pending',
   webhookRegisteredAt: null,

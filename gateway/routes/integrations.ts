@@ -3,7 +3,7 @@ import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
 import { guardForUrl } from '../../lib/address-guard.js';
-import { HelpdeskClient } from '../../lib/helpdesk-client.js';
+import { DEFAULT_HELPDESK_TIMEOUT_MS, HelpdeskClient } from '../../lib/helpdesk-client.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { withinQuota } from '../../lib/quotas.js';
@@ -11,9 +11,10 @@ import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType 
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
-import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
+import { EXAMPLE_TIME, nullable, object, STRING, TIMESTAMP, type JsonSchema } from '../http/schemas.js';
 import { idParam, invalidFields } from '../http/validate.js';
 import { registerHelpdeskWebhook, resolveHelpdeskUrl, upstreamText, WebhookRegistrationError } from '../integrations/helpdesk-account.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { activityOf, readWebhookActivity } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import {
@@ -31,11 +32,33 @@ import {
   type IntegrationInput,
 } from './integration-schemas.js';
 
+/** Why a new integration's webhook is not registered: as the register route's error would say it. */
+interface WebhookError {
+  code: 'UPSTREAM_ERROR';
+  message: string;
+}
+
+/**
+ * The create answer: the integration with its secret (the record GET shows, and the secret),
+ * and beside it `webhookError`: null when the webhook was registered or there was nothing to
+ * register, else why not.
+ */
+const CREATED = {
+  schema: object({
+    integration: (ONE_WITH_SECRET.schema.properties as Record<string, JsonSchema>).integration!,
+    webhookError: {
+      ...nullable(object({ code: { type: 'string', enum: ['UPSTREAM_ERROR'] }, message: STRING })),
+      description: 'Why the webhook was not registered at creation (the helpdesk refused, was down or slow); null when it was, or when there was nothing to register (no apiToken, a webchat integration).',
+    },
+  }),
+  example: { integration: { ...ONE_WITH_SECRET.example.integration, webhookStatus: 'ok', webhookRegisteredAt: EXAMPLE_TIME }, webhookError: null },
+};
+
 /** 32 random bytes as hex: the shared secret senders key their HMAC with. */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
 
 const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region', 'webhookSecret', 'handoffGroupId'] as const;
-const WEBCHAT_ONLY = ['allowedOrigins'] as const;
+const WEBCHAT_ONLY = ['allowedOrigins', 'prechatForm'] as const;
 
 function checkFieldsFitType(type: IntegrationType, body: IntegrationInput): void {
   const wrong = (type === 'helpdesk' ? WEBCHAT_ONLY : HELPDESK_ONLY).filter((f) => body[f] !== undefined && body[f] !== null);
@@ -67,6 +90,8 @@ export interface IntegrationRoutesDeps {
   config: Config;
   box: SecretBox;
   cache: IntegrationCache;
+  /** Flushes the announcement to the workers (they cache which agent answers an integration) before the answer. */
+  changes: AgentChanges;
   /** Reads the webhook activity the gateways recorded. */
   sql: SqlPool;
   /** Clock of secret grace periods (the webhook verifier uses the same one). */
@@ -82,7 +107,12 @@ export interface IntegrationRoutesDeps {
  * as the gateways recorded it (gateway/webhook/activity.ts). Every change is announced so
  * every gateway's webhook cache drops the integration.
  */
-export function integrationRoutes({ config, box, cache, sql, now }: IntegrationRoutesDeps): readonly Route[] {
+export function integrationRoutes({ config, box, cache, changes, sql, now }: IntegrationRoutesDeps): readonly Route[] {
+  /** Every gateway's webhook cache and every worker's integration → agent entry drop it, before the client hears of the change. */
+  const announce = async (tenant: TenantScope, id: number) => {
+    cache.announce(id);
+    await changes.announce(tenant.companyId);
+  };
   const webhookUrl = (i: Integration) => `${config.publicBaseUrl}/api/webhook/${i.type}/${i.id}`;
   /** The views of some of a company's integrations, with their webhook activity (one query). */
   const views = async (tenant: TenantScope, rows: Integration[]) => {
@@ -90,6 +120,50 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
     return rows.map((i) => integrationView(i, activityOf(activity, i.id), webhookUrl(i), now()));
   };
   const viewOne = async (tenant: TenantScope, i: Integration) => (await views(tenant, [i]))[0]!;
+
+  /** Registers (or updates) the integration's webhook at its helpdesk; the helpdesk's id of it. */
+  const registerAt = (integration: Integration & { apiUrl: string }, token: string): Promise<string> =>
+    registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token, { guard: guardForUrl(config, integration.apiUrl) }), {
+      url: webhookUrl(integration),
+      name: `mas-integration-${integration.id}`,
+      knownRemoteId: integration.webhookRemoteId,
+    });
+
+  /** Records a registration the helpdesk confirmed: the badge says OK. */
+  const registered = async (tenant: TenantScope, integration: Integration, remoteId: string): Promise<Date> => {
+    const at = new Date();
+    integration.webhookStatus = 'ok';
+    integration.webhookRegisteredAt = at;
+    integration.webhookRemoteId = remoteId;
+    integration.updatedAt = at;
+    await tenant.em.flush();
+    cache.announce(integration.id);
+    return at;
+  };
+
+  /**
+   * A new helpdesk integration with a token registers its webhook at once (nobody has to find
+   * "Register webhook"). The integration exists whatever the helpdesk says: when it refuses,
+   * is down or is slow (bounded by the helpdesk timeout, all calls together) it stays
+   * `pending`, and the answer says why, in the words of the register route's 502.
+   */
+  const registerOnCreation = async (tenant: TenantScope, integration: Integration, token: string | null): Promise<WebhookError | null> => {
+    if (integration.type !== 'helpdesk' || !integration.apiUrl || token === null) return null;
+    let remoteId: string;
+    let timer: NodeJS.Timeout | undefined;
+    const slow = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new WebhookRegistrationError(`the helpdesk did not answer within ${DEFAULT_HELPDESK_TIMEOUT_MS / 1000} s`)), DEFAULT_HELPDESK_TIMEOUT_MS);
+    });
+    try {
+      remoteId = await Promise.race([registerAt(integration as Integration & { apiUrl: string }, token), slow]);
+    } catch (err) {
+      return { code: 'UPSTREAM_ERROR', message: `The helpdesk did not register the webhook: ${upstreamText(err)}.` };
+    } finally {
+      clearTimeout(timer);
+    }
+    await registered(tenant, integration, remoteId);
+    return null;
+  };
 
   /** The new secret verifies from now on; the one it replaces keeps verifying for the grace period. */
   const replaceSecret = (integration: Integration, secret: string) => {
@@ -122,7 +196,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
       summary: 'Create a helpdesk (Chat2Desk) or webchat integration; its webhook secret is shown in this answer',
       description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
       body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
-      responses: { 201: { description: 'The new integration with its `webhookSecret`.', ...ONE_WITH_SECRET } },
+      responses: { 201: { description: 'The new integration with its `webhookSecret`; a helpdesk one with an `apiToken` has its webhook registered (`webhookStatus` `ok`), or is `pending` and `webhookError` says why.', ...CREATED } },
       errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED, QUOTA_EXCEEDED: 'the company has QUOTA_INTEGRATIONS integrations (100 by default)' },
       handler: async ({ req, res, body }) => {
         const tenant = req.tenant!;
@@ -150,13 +224,15 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
           webhookRemoteId: null,
           allowedOrigins: normaliseOrigins(body.allowedOrigins ?? []),
           handoffGroupId: body.handoffGroupId ?? null,
+          prechatForm: body.prechatForm ?? 'off',
           createdAt: at,
           updatedAt: at,
         } as never);
         const quota = { companyId: tenant.companyId, field: 'integrations', limit: config.quotas.integrations, entity: IntegrationSchema };
         await withinQuota(tenant.em, quota, () => tenant.em.flush());
-        cache.announce(integration.id);
-        res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
+        await announce(tenant, integration.id);
+        const webhookError = await registerOnCreation(tenant, integration, token);
+        res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret }, webhookError });
       },
     }),
     defineRoute({
@@ -214,9 +290,10 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
         if (body.agentId !== undefined) integration.agentId = body.agentId;
         if (body.active !== undefined) integration.active = body.active;
         if (body.allowedOrigins !== undefined) integration.allowedOrigins = normaliseOrigins(body.allowedOrigins);
+        if (body.prechatForm !== undefined) integration.prechatForm = body.prechatForm;
         integration.updatedAt = new Date();
         await tenant.em.flush();
-        cache.announce(integration.id);
+        await announce(tenant, integration.id);
         res.json({ integration: await viewOne(tenant, integration) });
       },
     }),
@@ -227,7 +304,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
       responses: { 204: { description: 'Deleted.' } },
       errors: { NOT_FOUND: NO_INTEGRATION },
       handler: async ({ req, res }) => {
-        cache.announce(await deleteById(req.tenant!, IntegrationSchema, req.params.id, 'Integration'));
+        await announce(req.tenant!, await deleteById(req.tenant!, IntegrationSchema, req.params.id, 'Integration'));
         res.status(204).end();
       },
     }),
@@ -279,11 +356,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
         const token = box.open(integration.apiTokenSealed);
         let remoteId: string;
         try {
-          remoteId = await registerHelpdeskWebhook(new HelpdeskClient(integration.apiUrl, token, { guard: guardForUrl(config, integration.apiUrl) }), {
-            url: webhookUrl(integration),
-            name: `mas-integration-${integration.id}`,
-            knownRemoteId: integration.webhookRemoteId,
-          });
+          remoteId = await registerAt(integration as Integration & { apiUrl: string }, token);
         } catch (err) {
           if (err instanceof WebhookRegistrationError && integration.webhookStatus === 'ok') {
             // The helpdesk shows it is not delivering to us: the badge must not say OK any more.
@@ -293,13 +366,7 @@ export function integrationRoutes({ config, box, cache, sql, now }: IntegrationR
           }
           throw new AppError('UPSTREAM_ERROR', `The helpdesk did not register the webhook: ${upstreamText(err)}.`);
         }
-        const at = new Date();
-        integration.webhookStatus = 'ok';
-        integration.webhookRegisteredAt = at;
-        integration.webhookRemoteId = remoteId;
-        integration.updatedAt = at;
-        await tenant.em.flush();
-        cache.announce(integration.id);
+        const at = await registered(tenant, integration, remoteId);
         res.json({ ok: true, webhookRegisteredAt: at.toISOString() });
       },
     }),

@@ -17,6 +17,7 @@ import { arrayOf, nullable, object, STRING } from '../http/schemas.js';
 import { assertTenantUrl, idParam, invalidField } from '../http/validate.js';
 import { formatOf, type DocumentFormat } from '../knowledge/extract.js';
 import type { KnowledgeIngestor } from '../knowledge/ingestor.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { KnowledgeService } from '../knowledge/service.js';
 import { readUpload, UPLOAD_FORM_SCHEMA } from '../knowledge/upload.js';
 import {
@@ -73,6 +74,8 @@ export interface KnowledgeRouteDeps {
   vectors: VectorIndex;
   ingestor: KnowledgeIngestor;
   logger: Logger;
+  /** A change to a base (its synonyms, its documents) is announced to the workers before the answer. */
+  changes: AgentChanges;
 }
 
 /** `/api/knowledge-bases`: bases, their documents and search; every route needs a company credential. */
@@ -110,7 +113,9 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       responses: { 201: { description: 'The new knowledge base.', ...ONE_BASE } },
       errors: { VALIDATION_ERROR: BAD_BASE, QUOTA_EXCEEDED: `the company has QUOTA_KNOWLEDGE_BASES knowledge bases (100 by default), or ${TOO_MANY_SYNONYMS}` },
       handler: async ({ req, res, body }) => {
-        res.status(201).json({ knowledgeBase: knowledgeBaseView(await knowledge.createBase(req.tenant!, body)) });
+        const created = await knowledge.createBase(req.tenant!, body);
+        await deps.changes.announce(req.tenant!.companyId);
+        res.status(201).json({ knowledgeBase: knowledgeBaseView(created) });
       },
     }),
     defineRoute({
@@ -134,6 +139,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       load: base,
       handler: async ({ req, res, loaded: kb, body }) => {
         await knowledge.updateBase(req.tenant!, kb, body);
+        await deps.changes.announce(req.tenant!.companyId);
         res.json({ knowledgeBase: knowledgeBaseView(kb) });
       },
     }),
@@ -146,6 +152,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       errors: { NOT_FOUND: NO_BASE },
       handler: async ({ req, res }) => {
         await deleteById(req.tenant!, KnowledgeBaseSchema, req.params.id, 'Knowledge base');
+        await deps.changes.announce(req.tenant!.companyId);
         res.status(204).end();
       },
     }),
@@ -265,6 +272,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): readonly Route[] {
       load: (req) => baseAndDocument(req),
       handler: async ({ req, res, loaded: { kb, doc } }) => {
         await knowledge.deleteDocument(req.tenant!, kb, doc);
+        await deps.changes.announce(req.tenant!.companyId);
         res.status(204).end();
       },
     }),

@@ -65,6 +65,7 @@ function leadView(l: Lead, s: SessionSummary | undefined) {
     name: l.name,
     email: l.email,
     phone: l.phone,
+    verifiedId: l.verifiedId,
     channel: s?.channel ?? null,
     transport: s?.transport ?? null,
     conversationCount: s?.conversation_count ?? 0,
@@ -95,9 +96,10 @@ const LEAD = object(
     stageId: ID,
     integrationId: ID,
     clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
-    name: { ...nullable(STRING), description: "The customer's name, as the team wrote it (PATCH)." },
-    email: { ...nullable(STRING), description: "The customer's email, as the team wrote it." },
-    phone: { ...nullable(STRING), description: "The customer's phone, as the team wrote it." },
+    name: { ...nullable(STRING), description: "The customer's name: as the team wrote it (PATCH), else as the host page identified them, the pre-chat form or the helpdesk's client card said." },
+    email: { ...nullable(STRING), description: "The customer's email (same sources as the name)." },
+    phone: { ...nullable(STRING), description: "The customer's phone (the team's, else the helpdesk's)." },
+    verifiedId: { ...nullable(STRING), description: "The host page's id of the customer, once the widget's `MAS.identify` hash verified; null: not verified." },
     channel: { ...nullable({ type: 'string', enum: ['helpdesk', 'webchat'] }), description: 'Of its latest session.' },
     transport: { ...nullable(STRING), description: 'Of its latest session (telegram, whatsapp, …).' },
     conversationCount: COUNT,
@@ -126,7 +128,7 @@ const LEAD_DETAIL = object(
   { title: 'LeadDetail' },
 );
 const EXAMPLE_LEAD = {
-  id: 1, pipelineId: 1, stageId: 1, integrationId: 1, clientId: 'c-1', name: 'Maria Lopez', email: 'maria@example.com', phone: '+34 600 000 000', channel: 'helpdesk', transport: 'telegram', conversationCount: 1,
+  id: 1, pipelineId: 1, stageId: 1, integrationId: 1, clientId: 'c-1', name: 'Maria Lopez', email: 'maria@example.com', phone: '+34 600 000 000', verifiedId: null, channel: 'helpdesk', transport: 'telegram', conversationCount: 1,
   lastConversation: { id: 1, status: 'active' }, lastActivityAt: EXAMPLE_TIME, createdAt: EXAMPLE_TIME, stageChangedAt: EXAMPLE_TIME,
 };
 const EXAMPLE_LEAD_DETAIL = {

@@ -12,6 +12,7 @@ import { AgentMcpServerSchema, type AgentMcpServer } from '../../schema/action-e
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { conflictOnUnique } from '../http/errors.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, BOOLEAN, EXAMPLE_TIME, ID, nullable, object, STRING, TIMESTAMP } from '../http/schemas.js';
 import { assertTenantUrl, bodyValidator, idParam, idPathParam, invalidFields } from '../http/validate.js';
@@ -147,7 +148,8 @@ async function loadPathServer(req: Request): Promise<AgentMcpServer> {
   return server;
 }
 
-export function mcpServerRoutes(secrets: SecretBox, config: McpConfig): readonly Route[] {
+/** An agent's MCP servers; every change (and every check, which stores the tools offered) is announced to the workers before the answer. */
+export function mcpServerRoutes(secrets: SecretBox, config: McpConfig, changes: AgentChanges): readonly Route[] {
   /**
    * One check of the server as it is now: connect, list its tools, within its timeout (and
    * while the caller waits). Its finding is stored; a server that cannot be reached is not an
@@ -172,6 +174,7 @@ export function mcpServerRoutes(secrets: SecretBox, config: McpConfig): readonly
     }
     server.checkedAt = new Date();
     await req.tenant!.em.flush();
+    await changes.announce(req.tenant!.companyId);
   }
 
   return [
@@ -266,6 +269,7 @@ export function mcpServerRoutes(secrets: SecretBox, config: McpConfig): readonly
       errors: { NOT_FOUND: 'no such agent or MCP server' },
       handler: async ({ req, res }) => {
         await deleteById(req.tenant!, AgentMcpServerSchema, req.params.serverId, 'MCP server', { agentId: idParam(req.params.id, 'MCP server') });
+        await changes.announce(req.tenant!.companyId);
         res.status(204).end();
       },
     }),

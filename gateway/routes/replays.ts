@@ -9,6 +9,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import type { Agent } from '../../schema/entities.js';
 import { AgentVersionSchema } from '../../schema/replay-entities.js';
 import { conflictOnUnique } from '../http/errors.js';
+import type { AgentChanges } from '../lib/agent-changes.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { object } from '../http/schemas.js';
@@ -30,6 +31,8 @@ export interface ReplayRouteDeps {
   config: AgentConfig;
   sql: SqlPool;
   secrets: SecretBox;
+  /** A publish is announced to the workers before the answer (the next customer gets the new behaviour). */
+  changes: AgentChanges;
 }
 
 /** A PATCH rule broken by `changes` (or by them on the agent as it is now): the fields named as the body names them. */
@@ -167,6 +170,7 @@ export function replayRoutes(deps: ReplayRouteDeps): readonly Route[] {
           return version;
         });
         if (made) {
+          await deps.changes.announce(tenant.companyId);
           res.status(201).json({ agent: agentView(agent), version: versionView(made, agent.version) });
           return;
         }

@@ -8,9 +8,11 @@ import type { StreamNames } from '../../lib/streams.js';
 import { inSpan, SpanKind } from '../../lib/tracing.js';
 import type { LivePush } from '../../lib/webchat-pushes.js';
 import type { ConversationStatus } from '../../schema/conversation.js';
-import type { InboundEnvelope } from '../../schema/envelope.js';
+import type { CustomerContact, InboundEnvelope } from '../../schema/envelope.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
-import { FrameError, type ServerFrame } from './frames.js';
+import type { PrechatForm } from '../../schema/entities.js';
+import { FrameError, type IdentityClaim, type ServerFrame } from './frames.js';
+import { identityVerifies, visitorContact } from './identity.js';
 import type { Greetings } from './greetings.js';
 import type { TokenBuckets } from './limits.js';
 import { OwnMessages } from './own-messages.js';
@@ -42,7 +44,11 @@ import type { VisitorTokens } from './visitor-token.js';
  * process's sockets): over a rate the visitor gets `error RATE_LIMITED` naming the
  * message, which is not published; the socket stays open.
  *
- * `hello`, `message` and session switches run one at a time, in order (the frame chain).
+ * The host page may say who the visitor is (`hello.identity`, `identify`: identity.ts); a
+ * verified identity, or else the pre-chat form's answers (`message.contact`), goes with each
+ * of the socket's messages to the worker, which fills the customer's lead with it.
+ *
+ * `hello`, `identify`, `message` and session switches run one at a time, in order (the frame chain).
  *
  * The connection is what its parts call back (SocketEvents, PumpOutput, PreviewsDeps): methods,
  * not closures made per socket (socket.ts says why).
@@ -83,6 +89,10 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
 
   /** Set once `hello` is answered. */
   #visitor: { id: string; token: string } | null = null;
+  /** The host page's identity of the visitor, once its hash verified. */
+  #identity: IdentityClaim | null = null;
+  /** The integration's pre-chat form, as `welcome` tells it. */
+  #prechat: PrechatForm = 'off';
   #outbound: Subscription | null = null;
   #chain: Promise<void> = Promise.resolve();
   #helloTimer: NodeJS.Timeout | null = null;
@@ -126,7 +136,7 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
   }
 
   onFrame(frame: SessionFrame): void {
-    this.enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : this.#message(frame)));
+    this.enqueue(() => (frame.type === 'hello' ? this.#hello(frame) : frame.type === 'identify' ? this.#identify(frame.identity) : this.#message(frame)));
   }
 
   send(frame: ServerFrame): void {
@@ -160,6 +170,8 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     if (this.#helloTimer) clearTimeout(this.#helloTimer);
     this.#helloTimer = null;
     const integrationId = this.#integration.id;
+    this.#prechat = (await this.#ctx.cache.get(integrationId))?.prechatForm ?? 'off';
+    if (frame.identity) await this.#identify(frame.identity);
     let visitorId: string | null = null;
     if (frame.visitorToken !== null) {
       const claims = await this.#ctx.tokens.verify(frame.visitorToken, integrationId);
@@ -194,7 +206,7 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     if (!session) {
       // No open session: the visitor's first message makes one (the worker does).
       const text = await greeting;
-      if (!this.#socket.closed) this.#socket.send({ type: 'welcome', visitorId, visitorToken: token, conversationId: null, greeting: text });
+      if (!this.#socket.closed) this.#socket.send({ type: 'welcome', visitorId, visitorToken: token, conversationId: null, greeting: text, prechat: this.#prechat });
       return;
     }
     let after = known ? frame.lastSeq : 0;
@@ -212,7 +224,7 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     if (!visitor || this.#socket.closed) return;
     this.#pump.follow(conversationId, after);
     this.#previews.end();
-    this.#socket.send({ type: 'welcome', visitorId: visitor.id, visitorToken: visitor.token, conversationId, greeting });
+    this.#socket.send({ type: 'welcome', visitorId: visitor.id, visitorToken: visitor.token, conversationId, greeting, prechat: this.#prechat });
     await this.#pump.pump();
   }
 
@@ -225,6 +237,13 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     const session = await this.#ctx.reads.openSession(this.#integration.id, this.#visitor.id);
     if (!session || session.id === this.#pump.conversationId) return;
     await this.#follow(session.id, 0);
+  }
+
+  /** The host page's identity: kept when its hash verifies; otherwise an error frame, and the one kept before (if any) stays. */
+  async #identify(claim: IdentityClaim | 'malformed'): Promise<void> {
+    const integration = claim === 'malformed' ? null : await this.#ctx.cache.get(this.#integration.id);
+    if (claim !== 'malformed' && integration && identityVerifies(claim, integration.secrets, this.#ctx.now())) this.#identity = claim;
+    else this.#socket.fail(new FrameError('IDENTITY_INVALID', 'The identity hash does not verify; the chat goes on without it.'));
   }
 
   async #message(frame: Extract<SessionFrame, { type: 'message' }>): Promise<void> {
@@ -256,7 +275,7 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
     // No open session, or a closed one: the worker opens a new one for this message and
     // announces it (#onOutbound follows it; its replay acks the message).
     this.#own.queued(id);
-    const env = visitorEnvelope(this.#integration, visitorId, id, frame.text, new Date(this.#ctx.now()).toISOString());
+    const env = visitorEnvelope(this.#integration, visitorId, id, frame.text, new Date(this.#ctx.now()).toISOString(), visitorContact(this.#identity, frame.contact));
     try {
       // A visitor's message starts its trace here, as a webhook does at ingress.
       await inSpan('webchat message', { kind: SpanKind.SERVER, attributes: { 'mas.integration_id': integrationId } }, () => this.#ctx.publisher.publish(env));
@@ -325,7 +344,7 @@ export class VisitorConnection implements SocketEvents, PumpOutput, PreviewsDeps
 }
 
 /** A visitor's message as the worker takes it from JetStream. */
-function visitorEnvelope(integration: { id: number; companyId: number }, visitorId: string, clientMessageId: string, text: string, receivedAt: string): InboundEnvelope {
+function visitorEnvelope(integration: { id: number; companyId: number }, visitorId: string, clientMessageId: string, text: string, receivedAt: string, contact: CustomerContact | undefined): InboundEnvelope {
   return {
     v: 1,
     kind: 'message',
@@ -334,6 +353,6 @@ function visitorEnvelope(integration: { id: number; companyId: number }, visitor
     integrationId: integration.id,
     channel: 'webchat',
     receivedAt,
-    message: { messageId: clientMessageId, text, clientId: visitorId, channelId: null, transport: null, requestId: null, dialogId: null, attachments: [], sentAt: receivedAt },
+    message: { messageId: clientMessageId, text, clientId: visitorId, channelId: null, transport: null, requestId: null, dialogId: null, attachments: [], sentAt: receivedAt, ...(contact ? { contact } : {}) },
   };
 }

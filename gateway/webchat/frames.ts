@@ -1,15 +1,23 @@
 import { AppError, type ErrorCode } from '../../lib/errors.js';
+import { CONTACT_LIMITS, contactText } from '../../lib/leads.js';
 import { storable } from '../../lib/text.js';
+import type { PrechatForm } from '../../schema/entities.js';
 
 /**
  * The webchat socket's frames (contract.md § Webchat): JSON objects `{type, ...}`.
  *
- * Client → server: `hello {visitorToken?, lastSeq?, conversationId?}`, `message
- * {clientMessageId, text}`, `typing {role?: "customer"}` (the visitor is writing: accepted
- * silently, never stored), `ping`. (`hello.conversationId`, optional, says which session
- * `lastSeq` counts in: when it is not the visitor's open session, everything of the open
- * session is replayed.)
- * Server → client: `welcome {visitorId, visitorToken, conversationId, greeting}`
+ * Client → server: `hello {visitorToken?, lastSeq?, conversationId?, identity?}`, `identify
+ * {id, name?, email?, hash}`, `message {clientMessageId, text, contact?}`, `typing {role?:
+ * "customer"}` (the visitor is writing: accepted silently, never stored), `ping`.
+ * (`hello.conversationId`, optional, says which session `lastSeq` counts in: when it is not
+ * the visitor's open session, everything of the open session is replayed.)
+ * Customers have names (identity.ts): `hello.identity` and `identify` carry the host page's
+ * `MAS.identify({id, name, email, hash})`, `hash` = hex HMAC-SHA256 of `id` keyed with the
+ * integration's webhook secret; a hash that does not verify answers `error IDENTITY_INVALID`
+ * and the chat goes on anonymously. `message.contact {name?, email?}`: the pre-chat form's
+ * answers (unverified). Both reach the customer's lead with their next message.
+ * Server → client: `welcome {visitorId, visitorToken, conversationId, greeting, prechat}`
+ * (`prechat`: the integration's pre-chat form, "off" | "name" | "name_email")
  * (`conversationId` null while the visitor has no open session: the first message creates
  * one, and a second `welcome` announces it; `greeting`: the integration's agent's greeting or
  * the default, for the widget to show on first open, never stored), `ack {clientMessageId,
@@ -23,14 +31,24 @@ import { storable } from '../../lib/text.js';
  * (the next piece of a model reply being written; the `message` that follows is the reply
  * whole and replaces them; deltas are a preview, never stored or replayed).
  */
+/** The host page's word on who the visitor is; `hash` not yet verified. */
+export interface IdentityClaim {
+  id: string;
+  name: string | null;
+  email: string | null;
+  hash: string;
+}
+
 export type ClientFrame =
-  | { type: 'hello'; visitorToken: string | null; lastSeq: number; conversationId: number | null }
-  | { type: 'message'; clientMessageId: string; text: string }
+  /** `identity` 'malformed': one was sent that cannot verify (answered IDENTITY_INVALID; the hello itself stands). */
+  | { type: 'hello'; visitorToken: string | null; lastSeq: number; conversationId: number | null; identity: IdentityClaim | 'malformed' | null }
+  | { type: 'identify'; identity: IdentityClaim }
+  | { type: 'message'; clientMessageId: string; text: string; contact: { name: string | null; email: string | null } | null }
   | { type: 'typing' }
   | { type: 'ping' };
 
 export type ServerFrame =
-  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null; greeting: string }
+  | { type: 'welcome'; visitorId: string; visitorToken: string; conversationId: number | null; greeting: string; prechat: PrechatForm }
   | { type: 'ack'; clientMessageId: string; seq: number; conversationId: number }
   | { type: 'message'; seq: number; role: 'customer' | 'agent' | 'operator'; text: string; at: string; name: string | null; options?: string[] }
   | { type: 'status'; status: 'active' | 'paused' | 'closed' }
@@ -47,6 +65,7 @@ export const FRAME_ERROR_CODES = [
   'HELLO_REQUIRED',
   'ALREADY_WELCOMED',
   'INVALID_TOKEN',
+  'IDENTITY_INVALID',
   'QUEUE_UNAVAILABLE',
   'RATE_LIMITED',
   'INTEGRATION_INACTIVE',
@@ -81,6 +100,38 @@ export class FrameError extends AppError {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+// Loose on purpose: the address is the customer's word (or the host page's); it is never mailed to, and only a verified one is trusted.
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+const emailOf = (v: unknown): string | null => {
+  const e = contactText(v, CONTACT_LIMITS.email);
+  return e !== null && EMAIL.test(e) ? e : null;
+};
+
+/** `hello.identity` / `identify`: an id and a hex hash are required; a name or email that is no use is dropped. */
+function identityOf(v: unknown, frame: string): IdentityClaim {
+  const bad = () => new FrameError('VALIDATION_ERROR', `Invalid ${frame}: identity needs id (1-${CONTACT_LIMITS.verifiedId} characters) and hash (64 hex digits).`);
+  if (!isObject(v)) throw bad();
+  const id = typeof v.id === 'number' && Number.isSafeInteger(v.id) ? String(v.id) : v.id;
+  if (typeof id !== 'string' || id.length === 0 || id.length > CONTACT_LIMITS.verifiedId || typeof v.hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(v.hash)) throw bad();
+  return { id: storable(id), name: contactText(v.name, CONTACT_LIMITS.name), email: emailOf(v.email), hash: v.hash.toLowerCase() };
+}
+
+/** A bad identity must not cost the visitor the chat: the hello goes on without it. */
+function malformedAsSuch(read: () => IdentityClaim): IdentityClaim | 'malformed' {
+  try {
+    return read();
+  } catch {
+    return 'malformed';
+  }
+}
+
+/** `message.contact`: the pre-chat form's answers; null when it says nothing usable. */
+function contactOf(v: unknown): { name: string | null; email: string | null } | null {
+  if (!isObject(v)) return null;
+  const name = contactText(v.name, CONTACT_LIMITS.name);
+  const email = emailOf(v.email);
+  return name === null && email === null ? null : { name, email };
+}
 
 /** Parses one text frame; throws FrameError (sent back as an `error` frame) for anything else. */
 export function parseClientFrame(raw: string): ClientFrame {
@@ -105,8 +156,11 @@ export function parseClientFrame(raw: string): ClientFrame {
         visitorToken: typeof token === 'string' ? token : null,
         lastSeq: isSeq(data.lastSeq) ? data.lastSeq : 0,
         conversationId: typeof conv === 'number' ? conv : null,
+        identity: data.identity === undefined || data.identity === null ? null : malformedAsSuch(() => identityOf(data.identity, 'hello')),
       };
     }
+    case 'identify':
+      return { type: 'identify', identity: identityOf(data, 'identify') };
     case 'message': {
       const id = data.clientMessageId;
       const idOk = typeof id === 'string' && CLIENT_MESSAGE_ID.test(id);
@@ -117,7 +171,7 @@ export function parseClientFrame(raw: string): ClientFrame {
       if (typeof text !== 'string' || !/\S/.test(text)) bad.push('text must be a non-empty string');
       else if (text.length > MAX_TEXT_CHARS) bad.push(`text must be at most ${MAX_TEXT_CHARS} characters`);
       if (bad.length) throw new FrameError('VALIDATION_ERROR', `Invalid message: ${bad.join('; ')}.`, idOk ? id : undefined);
-      return { type: 'message', clientMessageId: id as string, text: text as string };
+      return { type: 'message', clientMessageId: id as string, text: text as string, contact: contactOf(data.contact) };
     }
     case 'typing':
       // Only the visitor types on this side of the socket.
@@ -126,6 +180,6 @@ export function parseClientFrame(raw: string): ClientFrame {
     case 'ping':
       return { type: 'ping' };
     default:
-      throw new FrameError('UNKNOWN_TYPE', `Unknown frame type ${JSON.stringify(data.type.slice(0, 40))}; expected hello, message, typing or ping.`);
+      throw new FrameError('UNKNOWN_TYPE', `Unknown frame type ${JSON.stringify(data.type.slice(0, 40))}; expected hello, identify, message, typing or ping.`);
   }
 }

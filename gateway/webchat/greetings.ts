@@ -1,5 +1,5 @@
 import { query, type SqlPool } from '../../lib/db.js';
-import { expiringLookups } from '../../lib/expiring-lookups.js';
+import { expiringLookups, type ExpiringLookups } from '../../lib/expiring-lookups.js';
 import type { Logger } from '../../lib/logger.js';
 
 /** What the widget shows on first open when the integration's agent has no greeting of its own (web/widget/widget.js has the same text). */
@@ -8,7 +8,7 @@ export const DEFAULT_WIDGET_GREETING = 'Hi! How can we help you today?';
 const GREETING_SQL = 'select a.greeting from integrations i left join agents a on a.id = i.agent_id where i.id = $1';
 
 export interface GreetingsOptions {
-  /** How long a greeting is kept: an edit of the agent shows within it. Default 10 s. */
+  /** How long a greeting is kept when no change notice comes (the webchat server drops them all on one). Default 10 s. */
   ttlMs?: number;
   /** Bound on entries (only integrations that answered an upgrade get here). Default 10,000. */
   maxEntries?: number;
@@ -25,12 +25,17 @@ export interface GreetingsOptions {
 export class Greetings {
   readonly #sql: SqlPool;
   readonly #logger: Logger;
-  readonly #lookup: (integrationId: number, load: () => Promise<string>) => Promise<string>;
+  readonly #lookup: ExpiringLookups<number, string>;
 
   constructor(sql: SqlPool, logger: Logger, options: GreetingsOptions = {}) {
     this.#sql = sql;
     this.#logger = logger;
     this.#lookup = expiringLookups(options.ttlMs ?? 10_000, options.maxEntries ?? 10_000, options.now ?? Date.now);
+  }
+
+  /** An agent changed (its greeting, perhaps): the next hello of every integration reads it again. */
+  forgetAll(): void {
+    this.#lookup.forget();
   }
 
   /** Never rejects. */

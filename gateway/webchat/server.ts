@@ -122,6 +122,8 @@ export class WebchatServer {
   readonly #slots: SocketSlots;
   readonly #connections = new Set<VisitorConnection>();
   readonly #heartbeat: NodeJS.Timeout;
+  /** Agent changes announced by any gateway (gateway/lib/agent-changes.ts): a new greeting greets the next visitor. */
+  readonly #agentChanges: { unsubscribe(): void };
   #closing = false;
 
   constructor(deps: WebchatDeps) {
@@ -164,6 +166,8 @@ export class WebchatServer {
       for (const c of this.#connections) c.ping();
     }, o.heartbeatMs);
     this.#heartbeat.unref();
+    const greetings = this.#ctx.greetings;
+    this.#agentChanges = deps.nc.subscribe(names.agentChanges, { callback: () => greetings.forgetAll() });
   }
 
   /** Open sockets (of every integration) in this process. */
@@ -244,6 +248,7 @@ export class WebchatServer {
     if (this.#closing) return;
     this.#closing = true;
     clearInterval(this.#heartbeat);
+    if (!this.#deps.nc.isClosed()) this.#agentChanges.unsubscribe();
     for (const c of this.#connections) c.close(1001, 'server going away');
     const deadline = Date.now() + graceMs;
     while (this.#connections.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -261,10 +266,12 @@ export const webchatRouteDoc: RouteDoc = {
     '',
     '| direction | frames |',
     '|---|---|',
-    '| client → server | `hello {visitorToken?, lastSeq?, conversationId?}`, `message {clientMessageId, text}`, `typing {role?: "customer"}` (accepted silently, never stored), `ping` |',
-    '| server → client | `welcome {visitorId, visitorToken, conversationId, greeting}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at, name, options?}` (`options`: on a clarify reply only, the titles of its numbered options in order); `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
+    '| client → server | `hello {visitorToken?, lastSeq?, conversationId?, identity?}`, `identify {id, name?, email?, hash}`, `message {clientMessageId, text, contact?}`, `typing {role?: "customer"}` (accepted silently, never stored), `ping` |',
+    '| server → client | `welcome {visitorId, visitorToken, conversationId, greeting, prechat}` (null until the first message), then every stored message with `seq > lastSeq`; `ack {clientMessageId, seq, conversationId}`; `message {seq, role, text, at, name, options?}` (`options`: on a clarify reply only, the titles of its numbered options in order); `status {status}`; `typing {role: "agent"}`; `delta {conversationId, text}`; `pong`; `error {code, message, clientMessageId?}` |',
     '',
     `\`welcome.greeting\` is the integration's agent's \`greeting\`, else "${DEFAULT_WIDGET_GREETING}": the widget shows it when the chat opens (it is not a message: never stored, no seq). \`message.name\` is an operator's display name (null for the customer's and the agent's messages, and for an operator without one). An operator's note (\`kind: "note"\`) never reaches the socket.`,
+    '',
+    'Customers have names: `hello.identity` / `identify` carry the host page\'s `MAS.identify({id, name, email, hash})`, `hash` = hex HMAC-SHA256 of `id` keyed with the integration\'s webhook secret (computed by the page\'s server); one that does not verify answers `error IDENTITY_INVALID` and the chat goes on anonymously. `message.contact {name?, email?}` carries the pre-chat form\'s answers (`welcome.prechat`: `off`, `name`, `name_email`, the integration\'s `prechatForm`), unverified. Both fill the customer\'s lead with their next message: a verified identity replaces anything but what the team wrote; typed answers and the helpdesk\'s only fill empty fields; only a verified or the team\'s email fills an action\'s `{customer.email}`.',
     '',
     'A model reply is streamed: `typing {role:"agent"}` when the agent starts, `delta` frames with the next pieces of its text as the model writes it, then the reply as one `message` (the whole text, stored; it replaces the deltas). Deltas are a preview: never stored, never replayed, and a socket that joins mid-reply gets only the `message`.',
     '',

@@ -11,7 +11,7 @@ export interface SocketLimits {
 }
 
 /** The frames the visitor's session answers; `ping` and `typing` are the socket's own. */
-export type SessionFrame = Extract<ClientFrame, { type: 'hello' | 'message' }>;
+export type SessionFrame = Extract<ClientFrame, { type: 'hello' | 'identify' | 'message' }>;
 
 /**
  * What the socket tells its owner. Methods of the owner, not closures: a socket is held per

@@ -4,16 +4,20 @@ import { fileURLToPath } from 'node:url';
 import { defineRoute, type Route } from '../http/route.js';
 import { STRING } from '../http/schemas.js';
 
-/** The embeddable widget (web/widget/widget.js), served as is: no build step, no dependencies. */
-export const WIDGET_FILE = fileURLToPath(new URL('../../web/widget/widget.js', import.meta.url));
+/**
+ * The embeddable widget, served as is (no build step, no dependencies): web/widget/identity.js
+ * (the host page's `MAS.identify`, the pre-chat form) then web/widget/widget.js, joined into
+ * one script. Two plain files keep each readable; widget.js runs alone too (nobody identified).
+ */
+export const WIDGET_FILES = ['identity.js', 'widget.js'].map((name) => fileURLToPath(new URL(`../../web/widget/${name}`, import.meta.url)));
 
 /**
  * `GET /widget.js`. Loaded by other sites' pages (`<script src=".../widget.js"
  * data-integration-id="7">`), so it is explicitly cross-origin readable (helmet's default
  * Cross-Origin-Resource-Policy would block it); cached briefly, revalidated by ETag.
  */
-export function widgetRoute(options: { file?: string } = {}): Route {
-  const source = readFileSync(options.file ?? WIDGET_FILE);
+export function widgetRoute(options: { files?: readonly string[] } = {}): Route {
+  const source = Buffer.concat((options.files ?? WIDGET_FILES).flatMap((file) => [readFileSync(file), Buffer.from('\n')]));
   const etag = `"${createHash('sha256').update(source).digest('hex').slice(0, 16)}"`;
   return defineRoute({
     method: 'GET', path: '/widget.js', operationId: 'getWidget', tag: 'Webchat', access: 'public',

@@ -9,7 +9,8 @@ import {
   helpdeskTimeMs,
 } from '../../schema/helpdesk-payloads.js';
 import { AppError } from '../../lib/errors.js';
-import type { NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
+import { CONTACT_LIMITS, contactText } from '../../lib/leads.js';
+import type { CustomerContact, NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
 import { bodyValidator } from '../http/validate.js';
 
 /**
@@ -23,6 +24,10 @@ import { bodyValidator } from '../http/validate.js';
  * one message per field. Ids sent as "" count as absent (Chat2Desk sends them so; refusing
  * would make it retry three times and then drop the event). A status event that names its
  * kind in `event` or `type` instead of `hook_type` is told so (400), not read as a message.
+ *
+ * The customer's `client.name` / `client.phone` go with the message, cleaned (lib/leads.ts
+ * contactText: hostile text such as control characters or a megabyte of name is cut down,
+ * never refused); the worker fills their lead with them when it has none.
  *
  * Idempotency key (stable across the helpdesk's retries): `m:<message_id>` when the payload
  * has one, else `s:<hook_type>:<request_id>:<dialog_id>` for status events, else
@@ -68,6 +73,15 @@ export function eventTimeIso(value: string | number | null | undefined, fallback
   return ms === null ? fallback : new Date(ms).toISOString();
 }
 
+/** The payload's client card as a contact, or undefined when it names neither name nor phone. */
+function clientContact(client: unknown): CustomerContact | undefined {
+  if (!client || typeof client !== 'object' || Array.isArray(client)) return undefined;
+  const card = client as { name?: unknown; phone?: unknown };
+  const name = contactText(card.name, CONTACT_LIMITS.name);
+  const phone = contactText(card.phone, CONTACT_LIMITS.phone);
+  return name === null && phone === null ? undefined : { name, email: null, phone, source: 'helpdesk' };
+}
+
 const bodyHash = (raw: Uint8Array): string => createHash('sha256').update(raw).digest('hex');
 
 export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedAt: string): HelpdeskInbound {
@@ -105,6 +119,7 @@ export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedA
   const p = validateMessage(payload);
   const messageId = idString(p.message_id);
   const clientId = String(p.client_id);
+  const contact = clientContact(p.client);
   return {
     kind: 'message',
     idempotencyKey: messageId !== null ? `m:${messageId}` : `h:${bodyHash(rawBody)}`,
@@ -118,6 +133,7 @@ export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedA
       dialogId: idNumber(p.dialog_id),
       attachments: p.attachments ?? [],
       sentAt: eventTimeIso(p.event_time, receivedAt),
+      ...(contact ? { contact } : {}),
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import { systemEm } from '../../lib/tenancy.js';
-import { IntegrationSchema, type IntegrationType } from '../../schema/entities.js';
+import { IntegrationSchema, type IntegrationType, type PrechatForm } from '../../schema/entities.js';
 import type { WebhookSecrets } from './signature.js';
 
 /**
@@ -22,6 +22,8 @@ export interface CachedIntegration {
   secrets: WebhookSecrets;
   /** Webchat: Origins (scheme://host[:port]) allowed to open the socket; empty = any. */
   allowedOrigins: readonly string[];
+  /** Webchat: what the widget asks before the first message (sent in `welcome`). */
+  prechatForm: PrechatForm;
 }
 
 export interface IntegrationCacheOptions {
@@ -167,6 +169,7 @@ export class IntegrationCache {
         previousValidUntil: row.previousSecretExpiresAt ? row.previousSecretExpiresAt.getTime() : 0,
       },
       allowedOrigins: Object.freeze(Array.isArray(row.allowedOrigins) ? row.allowedOrigins.filter((o): o is string => typeof o === 'string') : []),
+      prechatForm: row.prechatForm ?? 'off',
     };
   }
 }

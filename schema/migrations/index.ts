@@ -28,6 +28,9 @@ import { Migration0027KnowledgeLanguagesAndMeaning } from './0027-knowledge-lang
 import { Migration0028AgentScopeAndPassages } from './0028-agent-scope-and-passages.js';
 import { Migration0029ClarifyOptions } from './0029-clarify-options.js';
 import { Migration0030GapsOutOfScope } from './0030-gaps-out-of-scope.js';
+import { Migration0031CustomerIdentity } from './0031-customer-identity.js';
+import { Migration0032AutoResolve } from './0032-auto-resolve.js';
+import { Migration0033EvaluationCases } from './0033-evaluation-cases.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -61,4 +64,7 @@ export const migrations = [
   { name: '0028-agent-scope-and-passages', class: Migration0028AgentScopeAndPassages },
   { name: '0029-clarify-options', class: Migration0029ClarifyOptions },
   { name: '0030-gaps-out-of-scope', class: Migration0030GapsOutOfScope },
+  { name: '0031-customer-identity', class: Migration0031CustomerIdentity },
+  { name: '0032-auto-resolve', class: Migration0032AutoResolve },
+  { name: '0033-evaluation-cases', class: Migration0033EvaluationCases },
 ];

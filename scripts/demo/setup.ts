@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The demo company, made through the public API as a new user would make it: an account, a
- * sample help centre (its documents in ./help-centre), a built-in agent answering from it, a
+ * sample help centre (its documents in web/dashboard/sample-help-centre), a built-in agent answering from it, a
  * helpdesk integration on the Chat2Desk sandbox with its webhook registered and the
  * sandbox's signing secret, and a webchat integration for the shop page.
  */
@@ -28,7 +28,8 @@ export interface DemoSetupOptions {
   siteOrigin: string;
 }
 
-const HELP_CENTRE_DIR = fileURLToPath(new URL('./help-centre/', import.meta.url));
+// The dashboard's sample help centre ("Get started" offers the same articles in one click).
+const HELP_CENTRE_DIR = fileURLToPath(new URL('../../web/dashboard/sample-help-centre/', import.meta.url));
 
 class DemoSetupError extends Error {
   override name = 'DemoSetupError';

@@ -90,7 +90,8 @@ t.test('an MCP tool whose pattern backtracks costs the worker nothing; one RE2 c
 t.test("the company's API is told who asks, and the model cannot say otherwise", async (t) => {
   // The team knows ann's email (her lead, made at her first message).
   await ask(company.integration, 'ann', 'Hello', () => ({ content: 'Hello Ann!' }));
-  await sql(svc.orm, 'update leads set email = ? where company_id = ? and client_id = ?', ['ann@example.com', company.user.companyId, 'ann']);
+  const [annLead] = await sql(svc.orm, 'select id from leads where company_id = ? and client_id = ?', [company.user.companyId, 'ann']);
+  t.equal((await svc.api('PATCH', `/api/leads/${annLead.id}`, { token, body: { email: 'ann@example.com' } })).status, 200, 'the team writes her email');
   const orders = await addAction({
     name: 'my_orders', description: "The asking customer's orders",
     parameters: { type: 'object', properties: { status: { type: 'string' } } },

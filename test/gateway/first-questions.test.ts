@@ -70,7 +70,7 @@ t.test('a model agent gets the passage that answers, with its match', async (t) 
 
 t.test("the demo's help centre answers what its articles say", async (t) => {
   const { readFile, readdir } = await import('node:fs/promises');
-  const dir = new URL('../../scripts/demo/help-centre/', import.meta.url);
+  const dir = new URL('../../web/dashboard/sample-help-centre/', import.meta.url);
   const demo = (await api('POST', '/api/knowledge-bases', { token, body: { name: 'Sample help centre', language: 'english' } })).body.knowledgeBase;
   const ids = new Map<string, number>();
   for (const f of (await readdir(dir)).filter((f) => f.endsWith('.md')).sort()) {

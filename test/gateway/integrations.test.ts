@@ -32,8 +32,9 @@ t.test('create answers the integration with its secret, shown only this once', a
     apiUrl: globalDesk.url,
     region: 'global',
     hasApiToken: true,
-    webhookStatus: 'pending',
-    webhookRegisteredAt: null,
+    webhookStatus: 'ok',
+    webhookRegisteredAt: ISO_MS,
+    webhookError: null,
     createdAt: ISO_MS,
   });
   t.equal(i.webhookUrl, `${PUBLIC}/api/webhook/helpdesk/${i.id}`);
@@ -43,7 +44,7 @@ t.test('create answers the integration with its secret, shown only this once', a
 
   const one = await api('GET', `/api/integrations/${i.id}`, { token: acme.token });
   t.equal(one.status, 200);
-  t.same({ ...one.body.integration }, (({ webhookSecret: _s, ...rest }) => rest)(i), 'GET shows the same record without the secret');
+  t.same({ ...one.body.integration }, (({ webhookSecret: _s, webhookError: _e, ...rest }) => rest)(i), 'GET shows the same record without the secret');
   const list = await api('GET', '/api/integrations', { token: acme.token });
   t.equal(list.status, 200);
   t.ok(list.body.integrations.some((x: { id: number }) => x.id === i.id));

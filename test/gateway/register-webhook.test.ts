@@ -1,4 +1,5 @@
 import t from 'tap';
+import { DEFAULT_HELPDESK_TIMEOUT_MS } from '../../lib/helpdesk-client.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createAgent, createIntegration, dropNatsPrefixAtEnd } from '../support/webhooks.js';
@@ -17,6 +18,7 @@ const EVENTS = ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'];
 t.test('registers the webhook, then updates the same registration', async (t) => {
   const i = await createIntegration(api, owner.token, { name: 'Desk', agentId, apiToken: TOKEN, region: 'global' });
   t.equal(i.apiUrl, desk.url);
+  t.equal(i.webhookStatus, 'ok', 'registered on creation');
 
   const first = await register(i.id);
   t.equal(first.status, 200);
@@ -46,7 +48,11 @@ t.test('registers the webhook, then updates the same registration', async (t) =>
 });
 
 t.test('an existing registration with our URL is updated, not duplicated', async (t) => {
+  // Refused at creation: the one set up by hand below is the only one with our URL.
+  desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 500, body: {} } : undefined));
   const i = await createIntegration(api, owner.token, { name: 'Desk 2', agentId, apiToken: TOKEN, region: 'global' });
+  desk.handle(null);
+  t.equal(i.webhookStatus, 'pending');
   const url = `${PUBLIC}/api/webhook/helpdesk/${i.id}`;
   desk.webhooks.push({ id: 77, url, name: 'set up by hand', events: ['inbox'] });
   const before = desk.webhooks.length;
@@ -72,8 +78,8 @@ t.test('400 not_supported without apiUrl, or for webchat', async (t) => {
 
 t.test('502 naming what the helpdesk answered (never its own words) when it refuses or is down', async (t) => {
   t.teardown(() => desk.handle(null));
-  const i = await createIntegration(api, owner.token, { name: 'Refused', agentId, apiToken: TOKEN, region: 'global' });
   desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 400, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
+  const i = await createIntegration(api, owner.token, { name: 'Refused', agentId, apiToken: TOKEN, region: 'global' });
   const full = await register(i.id);
   t.equal(full.status, 502);
   t.equal(full.body.error.code, 'UPSTREAM_ERROR');
@@ -98,8 +104,9 @@ t.test('502 naming what the helpdesk answered (never its own words) when it refu
 
 t.test('HTTP 200 with {"status":"error"} is a failed registration, not a success', async (t) => {
   t.teardown(() => desk.handle(null));
-  const i = await createIntegration(api, owner.token, { name: 'Status error', agentId, apiToken: TOKEN, region: 'global' });
   desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 200, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
+  const i = await createIntegration(api, owner.token, { name: 'Status error', agentId, apiToken: TOKEN, region: 'global' });
+  t.equal(i.webhookStatus, 'pending', 'not OK at creation either');
   const res = await register(i.id);
   t.equal(res.status, 502);
   t.equal(res.body.error.code, 'UPSTREAM_ERROR');
@@ -137,4 +144,68 @@ t.test('a helpdesk that keeps the webhook switched off: 502, and the badge no lo
   t.equal(res.status, 502);
   t.match(res.body.error.message, /keeps the webhook switched off/);
   t.equal((await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration.webhookStatus, 'pending');
+});
+
+const hooksAt = (id: number) => desk.webhooks.filter((w) => w.url === `${PUBLIC}/api/webhook/helpdesk/${id}`);
+const create = (body: Record<string, unknown>) => api('POST', '/api/integrations', { token: owner.token, body: { type: 'helpdesk', agentId, ...body } });
+
+t.test('a helpdesk integration created with an apiToken registers its webhook at once', async (t) => {
+  const before = desk.requests.length;
+  const res = await create({ name: 'At once', apiToken: TOKEN, region: 'global' });
+  t.equal(res.status, 201);
+  const i = res.body.integration;
+  t.match(i, { webhookStatus: 'ok', webhookRegisteredAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/ });
+  t.equal(res.body.webhookError, null);
+  const [hook, ...more] = hooksAt(i.id);
+  t.equal(more.length, 0, 'one registration');
+  t.match(hook, { url: `${PUBLIC}/api/webhook/helpdesk/${i.id}`, events: EVENTS, status: 'enable' }, 'the helpdesk has our URL, switched on');
+  t.ok(desk.requests.slice(before).some((r) => r.method === 'POST' && r.path === '/v1/webhooks' && r.headers.authorization === TOKEN), 'registered with the token given');
+  const shown = (await api('GET', `/api/integrations/${i.id}`, { token: owner.token })).body.integration;
+  t.same(shown, (({ webhookSecret: _s, ...rest }) => rest)(i), 'GET shows the same record, registered');
+  // "Re-register" finds the same one.
+  t.equal((await register(i.id)).status, 200);
+  t.equal(hooksAt(i.id).length, 1, 'no duplicate');
+});
+
+t.test('a helpdesk that refuses or is down: created all the same, pending with its reason', async (t) => {
+  t.teardown(() => desk.handle(null));
+  desk.handle((r) => (r.method === 'POST' && r.path === '/v1/webhooks' ? { status: 400, body: { status: 'error', message: 'Webhooks limit (5) reached' } } : undefined));
+  const refused = await create({ name: 'Refused at creation', apiToken: TOKEN, region: 'global' });
+  t.equal(refused.status, 201);
+  t.match(refused.body, { integration: { webhookStatus: 'pending', webhookRegisteredAt: null }, webhookError: { code: 'UPSTREAM_ERROR', message: /^The helpdesk did not register the webhook: .*HTTP 400/ } });
+  t.notMatch(refused.body.webhookError.message, /Webhooks limit/, "never the helpdesk's own words");
+  t.equal(hooksAt(refused.body.integration.id).length, 0);
+  desk.handle(null);
+  // Once the helpdesk takes it, "Register webhook" does it.
+  t.equal((await register(refused.body.integration.id)).status, 200);
+  t.equal((await api('GET', `/api/integrations/${refused.body.integration.id}`, { token: owner.token })).body.integration.webhookStatus, 'ok');
+
+  const wrong = await create({ name: 'Wrong token at creation', apiUrl: desk.url, apiToken: 'wrong-token-1234' });
+  t.equal(wrong.status, 201);
+  t.match(wrong.body, { integration: { webhookStatus: 'pending' }, webhookError: { message: /refused the API token \(HTTP 401\)/ } });
+  t.notOk(JSON.stringify(wrong.body).includes('wrong-token-1234'), 'never the token');
+
+  const gone = await create({ name: 'Gone at creation', apiUrl: 'http://127.0.0.1:9', apiToken: TOKEN });
+  t.equal(gone.status, 201);
+  t.match(gone.body, { integration: { webhookStatus: 'pending' }, webhookError: { code: 'UPSTREAM_ERROR', message: /unreachable|timed out/ } });
+});
+
+t.test('a slow helpdesk holds the creation no longer than the helpdesk timeout', async (t) => {
+  t.teardown(() => desk.handle(null));
+  desk.handle((r) => (r.path === '/v1/webhooks' ? { status: 200, body: { status: 'success', data: [] }, delayMs: DEFAULT_HELPDESK_TIMEOUT_MS + 5_000 } : undefined));
+  const started = Date.now();
+  const slow = await create({ name: 'Slow at creation', apiToken: TOKEN, region: 'global' });
+  const took = Date.now() - started;
+  t.equal(slow.status, 201);
+  t.match(slow.body, { integration: { webhookStatus: 'pending' }, webhookError: { code: 'UPSTREAM_ERROR', message: /timed out|did not answer within 10 s/ } });
+  t.ok(took < DEFAULT_HELPDESK_TIMEOUT_MS + 2_000, `answered after ${took} ms`);
+});
+
+t.test('without an apiToken nothing is registered: pending, as before', async (t) => {
+  const before = desk.requests.length;
+  const res = await create({ name: 'No token' });
+  t.equal(res.status, 201);
+  t.match(res.body.integration, { webhookStatus: 'pending', webhookRegisteredAt: null });
+  t.equal(res.body.webhookError, null, 'nothing to report');
+  t.equal(desk.requests.length, before, 'the helpdesk was not asked');
 });

@@ -160,6 +160,11 @@ t.test("welcome.greeting: the integration's agent's greeting, else the default",
   const back = await visitor(t, { visitorToken: g.welcome.visitorToken }, svc.url, greeted.id);
   t.match(back.welcome, { conversationId: Number, greeting: 'Welcome to Webchat Co! Ask me about your order.' }, 'and a returning visitor’s');
   t.equal((await sql(svc.orm, `select count(*)::int as n from conversation_messages m join conversations c on c.id = m.conversation_id where c.integration_id = ? and m.text like 'Welcome to Webchat Co%'`, [greeted.id]))[0].n, 0, 'the greeting is not stored as a message');
+
+  // A new greeting greets the very next visitor (the change notice drops the gateway's cached one; its TTL is 10 s).
+  t.equal((await svc.api('PATCH', `/api/agents/${agent.body.agent.id}`, { token: user.token, body: { greeting: 'Hello again from Webchat Co.' } })).status, 200);
+  const next = await visitor(t, {}, svc.url, greeted.id);
+  t.equal(next.welcome.greeting, 'Hello again from Webchat Co.', 'the changed greeting, at once');
 });
 
 t.test("an operator's reply carries their display name; a note never reaches the visitor", async (t) => {

@@ -69,6 +69,8 @@ const MATRIX: Record<string, unknown> = {
   'DELETE /api/agents/:id': undefined,
   'POST /api/agents/:id/evaluations': { cases: [{ question: 'pwned: when do you open?', expect: [] }] },
   'GET /api/agents/:id/evaluations': undefined,
+  'GET /api/agents/:id/evaluation-cases': undefined,
+  'PUT /api/agents/:id/evaluation-cases': { cases: [{ question: 'pwned: when do you open?', expect: ['pwned'] }] },
   'GET /api/agents/:id/actions': undefined,
   'POST /api/agents/:id/actions': { name: 'pwned', description: 'pwned', parameters: { type: 'object' }, request: { method: 'GET', url: 'http://127.0.0.1:9/pwned' } },
   'GET /api/agents/:id/actions/:actionId': undefined,

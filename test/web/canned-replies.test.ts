@@ -101,7 +101,7 @@ t.test('an admin adds, edits and deletes; refusals at their fields; "/" in a con
   await untilIdle(svc);
   const id = await eventually(async () => (await api('GET', '/api/conversations?clientId=ines', { token })).body.conversations?.[0]?.id as number | undefined, 20_000, 'the conversation');
   await page.goto(`${svc.url}/#/conversations/${id}`);
-  await page.getByText('echo: When are you open?').waitFor();
+  await page.getByText('echo: When are you open?', { exact: true }).waitFor();
   const box = page.getByLabel('Reply', { exact: true });
   await box.pressSequentially('/open');
   const option = page.getByRole('listbox', { name: 'Canned replies' }).getByRole('option');

@@ -105,7 +105,7 @@ t.test('a note looks different and is never sent; "/" opens the canned replies, 
   await untilIdle(svc);
   const id = await conversationOf(token, 'mia');
   await page.goto(`${svc.url}/#/conversations/${id}`);
-  await page.getByText('echo: Do you sell gift cards?').waitFor();
+  await page.getByText('echo: Do you sell gift cards?', { exact: true }).waitFor();
 
   // A note.
   await page.getByRole('button', { name: 'Note', exact: true }).click();

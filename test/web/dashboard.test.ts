@@ -111,7 +111,7 @@ t.test('sign up, log out, log in; a wrong password shows the error', async (t) =
   await page.getByRole('button', { name: 'Sign up' }).click();
   const nav = page.getByRole('navigation', { name: 'Main' });
   await nav.waitFor();
-  for (const name of ['Integrations', 'Agents', 'Knowledge', 'Inbox', 'Settings']) t.equal(await nav.getByRole('link', { name }).count(), 1, `${name} link`);
+  for (const name of ['Get started', 'Integrations', 'Agents', 'Knowledge', 'Inbox', 'Settings']) t.equal(await nav.getByRole('link', { name }).count(), 1, `${name} link`);
   await page.getByText(`Initech · ${email}`).waitFor();
   const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('mas.session') ?? 'null'));
   t.match(stored, { access_token: String, refresh_token: /^rt_/, expires_at: Number });
@@ -128,7 +128,7 @@ t.test('sign up, log out, log in; a wrong password shows the error', async (t) =
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('alert').getByText('Wrong email or password.').waitFor();
   await logIn(page, email, 'correct horse battery');
-  await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+  await page.getByRole('heading', { level: 1, name: 'Get started' }).waitFor();
   t.same(problems, []);
 });
 
@@ -184,8 +184,7 @@ async function waitForActivity(id: number, token: string, check: (i: any) => boo
 t.test('integrations: helpdesk webhook registration, failure, secret, active switch, webchat snippet', async (t) => {
   const { page, problems, token, shot } = await loggedIn(t, 'Hooks Ltd');
   t.equal((await api('POST', '/api/agents', { token, body: { name: 'Front desk' } })).status, 201);
-  await page.reload();
-  await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+  await go(page, 'Integrations');
 
   await page.getByLabel('Type').selectOption('helpdesk');
   await page.getByLabel('Name', { exact: true }).fill('Chat2Desk main');
@@ -194,8 +193,10 @@ t.test('integrations: helpdesk webhook registration, failure, secret, active swi
   await page.getByRole('button', { name: 'Create integration' }).click();
   const card = page.getByRole('article', { name: 'Chat2Desk main' });
   await card.waitFor();
-  await card.getByText('Webhook pending').waitFor();
-  const registerButton = card.getByRole('button', { name: 'Register webhook', exact: true });
+  // A token given at creation registers the webhook at once (contract § The first hour).
+  await card.getByText('Webhook OK').waitFor();
+  t.match(await card.textContent(), /The webhook is registered at the helpdesk\./, 'the card says the webhook was registered');
+  const registerButton = card.getByRole('button', { name: 'Re-register webhook', exact: true });
   await registerButton.waitFor();
   const secret = await card.getByLabel('Webhook secret').inputValue();
   t.match(secret, /^[0-9a-f]{64,}$/, 'the new secret is shown once');
@@ -204,15 +205,15 @@ t.test('integrations: helpdesk webhook registration, failure, secret, active swi
   t.equal(webhookUrl, created.webhookUrl);
   t.equal(created.apiUrl, helpdesk.url, 'region probing chose the instance that accepts the token');
   t.equal(await card.getByRole('checkbox', { name: 'Active' }).isChecked(), true);
+  t.match(helpdesk.webhooks, [{ url: webhookUrl, events: ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'] }], 'the helpdesk got our webhook at creation');
   await card.getByRole('button', { name: 'Copy webhook URL' }).click();
   await card.getByText('Copied').first().waitFor();
-  await shot('03-integration-pending');
+  await shot('03-integration-registered');
 
   await registerButton.click();
-  await card.getByText('Webhook OK').waitFor();
-  await card.getByRole('button', { name: 'Re-register webhook' }).waitFor();
+  await card.getByText('Webhook registered at the helpdesk.').waitFor();
   t.equal(await card.getByText('Webhook pending').count(), 0);
-  t.match(helpdesk.webhooks, [{ url: webhookUrl, events: ['inbox', 'close_dialog', 'close_request', 'dialog_transferred'] }], 'the helpdesk got our webhook');
+  t.equal(helpdesk.webhooks.length, 1, 're-registering replaces, never adds a second webhook');
   await shot('04-integration-ok');
   t.match(await card.locator('[data-fact="last-webhook"]').textContent(), /none received yet/);
 
@@ -430,8 +431,8 @@ t.test('conversations: live list, diagram with the current state, pause, live up
   const current = page.locator('[data-state][aria-current="true"]');
   await page.locator('[data-state="active.idle"][aria-current="true"]').waitFor();
   t.equal(await current.count(), 1, 'one highlighted state');
-  await page.getByText('echo: Hello there').waitFor();
-  await page.getByText('Live', { exact: true }).waitFor();
+  await page.getByText('echo: Hello there', { exact: true }).waitFor();
+  await page.locator('.conversation-view').getByText('Live', { exact: true }).waitFor(); // the conversation's stream (the Inbox list beside has its own)
   await shot('10-conversation-active');
 
   // Pause in the page: the highlight moves without a reload.

@@ -123,7 +123,7 @@ t.test('views, search and labels filter; rows say who, what, when, where, whose;
   // Opening a conversation reads it: back in the inbox, Anna's row has nothing unread.
   await anna.getByRole('link', { name: 'Anna Schmidt' }).click();
   await page.getByRole('heading', { level: 1, name: 'Conversation with Anna Schmidt' }).waitFor();
-  await page.getByText('echo: Where is my parcel?').waitFor();
+  await page.getByText('echo: Where is my parcel?', { exact: true }).waitFor();
   await eventually(async () => (await api('GET', `/api/conversations/${ids.anna}`, { token })).body.conversation.unread === 0, 5000, 'read');
   await page.getByRole('link', { name: '← Inbox' }).click();
   await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();

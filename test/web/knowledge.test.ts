@@ -103,7 +103,7 @@ t.test('knowledge: drop and choose files, a page, status and progress, chunks; t
   await page.getByRole('button', { name: 'Add case' }).click();
   await page.getByLabel('Question 2').fill('Do you sell toasters?');
   await page.getByLabel('Expected phrases 2').fill('toaster');
-  await page.getByRole('button', { name: 'Run test' }).click();
+  await page.getByRole('button', { name: 'Run all' }).click();
   await page.getByText('Test finished: 1 passed, 1 failed.').waitFor();
   const table = page.getByRole('table', { name: 'Test results' });
   const rows = table.locator('tbody tr');

@@ -159,9 +159,8 @@ t.test('integrations: allowed origins of a webchat, the handoff group of a helpd
   const { page, problems, token } = await signedInPage(t, browser, svc, 'Origins Co');
   const agentId = (await api('POST', '/api/agents', { token, body: { name: 'Desk bot' } })).body.agent.id;
   const otherId = (await api('POST', '/api/agents', { token, body: { name: 'Other bot' } })).body.agent.id;
-  // Logged in on the Integrations page, before those agents existed.
-  await page.reload();
-  await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+  // Logged in on Get started, before those agents existed.
+  await goTo(page, 'Integrations');
   const create = page.getByRole('form', { name: 'New integration' });
 
   await create.getByLabel('Type').selectOption('webchat');
@@ -242,7 +241,7 @@ t.test('knowledge base: language and embedding model (key write-only); company s
   const createLanguage = page.getByRole('form', { name: 'New knowledge base' }).getByLabel('Language', { exact: true });
   t.equal(await createLanguage.inputValue(), 'auto', 'and a base to create starts with it');
   await settings.getByLabel('Search language').selectOption('english');
-  await settings.getByLabel('Use an embedding model (search by meaning)').check();
+  await settings.getByLabel('Use your own embedding model (instead of the built-in English one)').check();
   await settings.getByLabel('Embedding server URL').fill(embeddings.baseUrl);
   await settings.getByLabel('Embedding model name').fill('text-embedding-3-small');
   await settings.getByLabel('Embedding API key').fill('sk-embed-secret');

@@ -47,7 +47,7 @@ t.test('must-hand-off cases beside phrase cases; results say what the agent did 
   t.notOk(await page.getByLabel('Expected phrases 3').isDisabled(), 'unticked: phrases again');
   await page.getByLabel('Must hand off (case 3)').check();
 
-  await page.getByRole('button', { name: 'Run test' }).click();
+  await page.getByRole('button', { name: 'Run all' }).click();
   await page.getByText('Test finished: 3 passed, 2 failed.').waitFor();
   t.equal(await page.locator('.summary strong').textContent(), '3 passed, 2 failed · questions to answer: 1 of 2 passed · must hand off: 2 of 3 handed off');
 
@@ -114,7 +114,7 @@ t.test('a question back: "asked which one", with the articles offered; not an an
   await page.getByRole('button', { name: 'Add case' }).click();
   await page.getByLabel('Question 2').fill('Can I return or exchange items?');
   await page.getByLabel('Expected phrases 2').fill('30 days');
-  await page.getByRole('button', { name: 'Run test' }).click();
+  await page.getByRole('button', { name: 'Run all' }).click();
   await page.getByText('Test finished: 1 passed, 1 failed.').waitFor();
   const rows = page.getByRole('table', { name: 'Test results' }).locator('tbody tr');
   const cells = async (i: number) => (await rows.nth(i).locator('td').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim());

@@ -6,11 +6,14 @@ import { renderAccept } from './pages/accept.js';
 import { renderAuth } from './pages/auth.js';
 
 // `admin`: the company's setup, which operators may not use (the API answers them 403 FORBIDDEN).
+// In the order a new company sets up (contract.md § The first hour): an agent needs a help
+// centre, a channel needs an agent; then the pages of the daily work.
 const PAGES = {
-  integrations: { title: 'Integrations', admin: true, load: () => import('./pages/integrations.js') },
-  agents: { title: 'Agents', admin: true, load: () => import('./pages/agents.js') },
-  'test-agent': { title: 'Test agent', admin: true, load: () => import('./pages/test-agent.js') },
+  'get-started': { title: 'Get started', admin: true, load: () => import('./pages/get-started.js') },
   knowledge: { title: 'Knowledge', admin: true, load: () => import('./pages/knowledge.js') },
+  agents: { title: 'Agents', admin: true, load: () => import('./pages/agents.js') },
+  integrations: { title: 'Integrations', admin: true, load: () => import('./pages/integrations.js') },
+  'test-agent': { title: 'Test agent', admin: true, load: () => import('./pages/test-agent.js') },
   conversations: { title: 'Inbox', load: () => import('./pages/conversations.js') },
   leads: { title: 'Leads', load: () => import('./pages/leads.js') },
   outcomes: { title: 'Outcomes', load: () => import('./pages/outcomes.js') },
@@ -22,7 +25,19 @@ const ROLE_LABEL = { owner: 'Owner', admin: 'Admin', operator: 'Operator' };
 /** The signed-in user's role; an API that does not say (before roles existed) meant an owner. */
 const roleOf = (me) => me?.user?.role ?? 'owner';
 const mayUse = (def, role) => !def.admin || role !== 'operator';
-const defaultPage = (role) => (role === 'operator' ? 'conversations' : 'integrations');
+/**
+ * The page the bare address opens: operators work the inbox; owners and admins get "Get
+ * started" until its steps are all done (right after sign-up above all), the inbox after.
+ */
+async function defaultPage(role, signal) {
+  if (role === 'operator') return 'conversations';
+  try {
+    const { firstHour } = await PAGES['get-started'].load();
+    return (await firstHour(signal)).finished ? 'conversations' : 'get-started';
+  } catch {
+    return 'get-started';
+  }
+}
 
 const app = document.getElementById('app');
 let current = null; // { controller: AbortController, cleanup?: () => void }
@@ -131,7 +146,8 @@ async function route() {
   if (current !== entry || !who || !shell) return;
   showWho(who);
   const role = roleOf(who);
-  const page = where.page ?? defaultPage(role);
+  const page = where.page ?? (await defaultPage(role, controller.signal));
+  if (current !== entry) return;
   // The bare address shows the role's first page; the address says which.
   if (!where.page) history.replaceState(null, '', `#/${page}`);
   for (const a of shell.nav.querySelectorAll('a')) {

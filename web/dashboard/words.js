@@ -311,12 +311,14 @@ export function deliveryText(delivery) {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Who the customer is: their name (from the lead) when known; a webchat visitor's random id
+ * Who the customer is: their name, phone or email (from the lead) when known; a webchat visitor's random id
  * shortened ("Visitor 3f2a…"); other ids as they are, cut when very long.
  */
 export function customerName(conversation) {
-  const name = conversation?.customer?.name;
-  if (typeof name === 'string' && name.trim()) return name.trim();
+  // The lead's name, else how the customer can be reached (a helpdesk's phone, a pre-chat email), else the channel's id.
+  for (const known of [conversation?.customer?.name, conversation?.customer?.phone, conversation?.customer?.email]) {
+    if (typeof known === 'string' && known.trim()) return known.trim();
+  }
   const id = String(conversation?.clientId ?? '');
   if (!id) return `Conversation ${conversation?.id ?? ''}`.trim();
   if (UUID.test(id) || (conversation?.channel === 'webchat' && id.length > 12)) return `Visitor ${id.slice(0, 4)}…`;

@@ -25,6 +25,12 @@
  * An agent message that offers options (`options`: titles, a clarify reply's "Do you mean: 1.
  * Returns 2. Exchanges?") shows them as numbered buttons under it; a click sends the number as
  * an ordinary message. They are disabled once one is chosen or a newer message came.
+ *
+ * Who the visitor is: the host page's `MAS.identify({id, name, email, hash})` (before or after
+ * this script loads; identity.js, served in front of this file, says how) goes in `hello` or,
+ * later, in an `identify` frame. The integration's pre-chat form (`welcome.prechat`) shows
+ * before the first message of a visitor nobody identified; its answers go with the messages
+ * sent until a session exists (`message.contact`) and are kept with the visitor.
  */
 (function () {
   'use strict';
@@ -56,7 +62,7 @@
   }
   function save() {
     try {
-      window.localStorage.setItem(storageKey, JSON.stringify({ visitorToken: state.visitorToken, conversationId: state.conversationId, greeting: state.greeting }));
+      window.localStorage.setItem(storageKey, JSON.stringify({ visitorToken: state.visitorToken, conversationId: state.conversationId, greeting: state.greeting, contact: state.contact }));
     } catch (e) {
       /* private mode: the visitor lasts as long as the page */
     }
@@ -66,6 +72,9 @@
     visitorToken: typeof stored.visitorToken === 'string' ? stored.visitorToken : null,
     conversationId: typeof stored.conversationId === 'number' ? stored.conversationId : null,
     greeting: typeof stored.greeting === 'string' && stored.greeting ? stored.greeting : null,
+    // The pre-chat form's answers {name, email}; the form shown meanwhile (prechatEl).
+    contact: stored.contact && typeof stored.contact === 'object' ? stored.contact : null,
+    prechatEl: null,
     // Highest seq of a `message` frame shown (a page load starts at 0: the whole session is replayed).
     lastSeq: 0,
     seen: {},
@@ -378,8 +387,36 @@
   }
 
   function sendPending(item) {
-    send({ type: 'message', clientMessageId: item.clientMessageId, text: item.text });
+    send({ type: 'message', clientMessageId: item.clientMessageId, text: item.text, contact: item.contact || undefined });
   }
+
+  // ---- who the visitor is (identity.js) ----------------------------------------------
+  var who = (window.MAS && window.MAS.__widget) || { onIdentify: function () {}, prechatForm: null };
+  function identified() {
+    return window.MAS && window.MAS.user;
+  }
+  function showPrechat(kind, conversationId) {
+    var wanted = (kind === 'name' || kind === 'name_email') && who.prechatForm && !identified() && !state.contact && conversationId === null && state.lastSeq === 0;
+    if (!wanted || state.prechatEl) return;
+    state.prechatEl = who.prechatForm(kind, function (values) {
+      state.contact = values;
+      save();
+      hidePrechat();
+      input.focus();
+    });
+    panel.insertBefore(state.prechatEl, form);
+    form.style.display = 'none';
+  }
+  function hidePrechat() {
+    if (state.prechatEl && state.prechatEl.parentNode) state.prechatEl.parentNode.removeChild(state.prechatEl);
+    state.prechatEl = null;
+    form.style.display = '';
+  }
+  who.onIdentify(function (user) {
+    hidePrechat();
+    // An open socket has sent its hello already (a closed one sends the identity in its next hello).
+    send({ type: 'identify', id: user.id, name: user.name, email: user.email, hash: user.hash });
+  });
 
   /** Sends a message again after a while, if it still waits for its ack (it was not stored). */
   function resendLater(clientMessageId, ms) {
@@ -415,6 +452,7 @@
       var hello = { type: 'hello', lastSeq: state.lastSeq };
       if (state.visitorToken) hello.visitorToken = state.visitorToken;
       if (state.conversationId) hello.conversationId = state.conversationId;
+      if (identified()) hello.identity = window.MAS.user;
       ws.send(JSON.stringify(hello));
     };
     ws.onmessage = function (event) {
@@ -467,6 +505,7 @@
         // A status frame follows when the session is not active.
         state.sessionStatus = null;
         setGreeting(f.greeting);
+        showPrechat(f.prechat, conversationId);
         save();
         setStatus(conversationId === null && state.dividerDue ? STATUS_TEXT.closed : '');
         // Unacknowledged messages go again with the same clientMessageId (never stored twice),
@@ -607,12 +646,13 @@
   /** The visitor's message: shown at once, sent now or after the welcome. */
   function sendText(text) {
     retireChoices();
-    var item = { clientMessageId: newId(), text: text, el: bubble('customer', text, new Date()) };
+    // The pre-chat answers go with the messages that open the session (the lead is made with the session).
+    var item = { clientMessageId: newId(), text: text, el: bubble('customer', text, new Date()), contact: state.conversationId === null ? state.contact : null };
     item.el.classList.add('sending');
     state.pending.push(item);
     log.appendChild(item.el);
     scrollDown();
-    if (state.welcomed) send({ type: 'message', clientMessageId: item.clientMessageId, text: text });
+    if (state.welcomed) sendPending(item);
     else connect(); // sent after welcome
   }
 

@@ -310,7 +310,8 @@ export class Toolbox {
     this.#customer ??= query<{ client_id: string; channel: string; email: string | null }>(
       this.#deps.sql,
       'tool_caller_load',
-      `select c.client_id, coalesce(c.transport, c.channel) as channel, l.email
+      // Only an email the team wrote or the host page verified: one the customer typed (the pre-chat form) could be anyone's.
+      `select c.client_id, coalesce(c.transport, c.channel) as channel, case when l.email_source in ('operator', 'verified') then l.email end as email
        from conversations c left join leads l on l.company_id = c.company_id and l.integration_id = c.integration_id and l.client_id = c.client_id
        where c.id = $1 and c.company_id = $2`,
       [caller.conversationId, this.#answer.companyId],

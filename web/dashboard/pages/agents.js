@@ -57,6 +57,7 @@ function renderAgents(root, { signal }) {
   const threshold = h('input', { type: 'number', name: 'relevanceThreshold', min: '0', max: '1', step: '0.05' });
   const handoffMessage = h('input', { type: 'text', name: 'handoffMessage', maxlength: '1000', placeholder: 'Empty: the default text' });
   const debounce = h('input', { type: 'number', name: 'debounceMs', min: '0', max: '60000', step: '100', inputmode: 'numeric' });
+  const autoResolve = h('input', { type: 'number', name: 'autoResolveMinutes', min: '0', max: '43200', step: '1', inputmode: 'numeric' });
   const provider = select(PROVIDERS, { name: 'provider' });
   const modelName = h('input', { type: 'text', name: 'modelName', placeholder: 'gpt-4o-mini', spellcheck: 'false', maxlength: '200' });
   const baseUrl = h('input', { type: 'url', name: 'baseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
@@ -115,6 +116,11 @@ function renderAgents(root, { signal }) {
       ),
       field('Handoff text', handoffMessage, 'Told to the customer when the conversation goes to a person.'),
       field(
+        'Resolve after silence (minutes)',
+        autoResolve,
+        'A conversation the agent answered last closes as resolved when the customer writes nothing more for this long; Outcomes counts it. 0: never (at most 43200, default 1440: a day). A later message starts a new conversation.',
+      ),
+      field(
         'Out-of-scope reply',
         outOfScopeText,
         'Said when a message is not about your business (the weather, a poem, another company); the agent stays on, nobody is called. Empty: a polite line in the customer’s language saying what it can help with.',
@@ -149,6 +155,7 @@ function renderAgents(root, { signal }) {
       knowledgePassages,
       handoffMessage,
       debounceMs: debounce,
+      autoResolveMinutes: autoResolve,
       spendCapUsdPerDay: spendCap,
       model: provider,
       'model.provider': provider,
@@ -183,6 +190,7 @@ function renderAgents(root, { signal }) {
     threshold.value = String(agent?.relevanceThreshold ?? 0.35);
     handoffMessage.value = agent?.handoffMessage ?? '';
     debounce.value = String(agent?.debounceMs ?? 0);
+    autoResolve.value = String(agent?.autoResolveMinutes ?? 1440);
     provider.value = agent?.model?.provider ?? 'builtin';
     modelName.value = agent?.model?.name ?? '';
     baseUrl.value = agent?.model?.baseUrl ?? '';
@@ -219,6 +227,7 @@ function renderAgents(root, { signal }) {
       relevanceThreshold: numberOf(threshold, undefined),
       handoffMessage: textOrNull(handoffMessage),
       debounceMs: numberOf(debounce, 0),
+      autoResolveMinutes: numberOf(autoResolve, undefined),
       spendCapUsdPerDay: textOrNull(spendCap),
       hours: hours.value(),
       model,

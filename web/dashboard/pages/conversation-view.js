@@ -10,6 +10,7 @@ import { busy, field, h, messages, replace, table, time } from '../dom.js';
 import { followSse, liveStatus } from '../sse.js';
 import { actionText, channelText, customerName, deliveryText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
 import { composer, lockIcon } from './composer.js';
+import { labelsEditor } from './conversation-labels.js';
 import { whatHappened } from './conversation-log.js';
 import { loadPeople } from './people.js';
 
@@ -17,8 +18,6 @@ import { loadPeople } from './people.js';
 const TAIL = 200;
 /** Within this many pixels of the end, the pane counts as "at the newest message". */
 const NEAR_BOTTOM_PX = 32;
-const MAX_LABELS = 20;
-const MAX_LABEL_LENGTH = 40;
 
 export async function render(root, { signal, me }, id) {
   const people = await loadPeople(signal, me);
@@ -57,6 +56,10 @@ export async function render(root, { signal, me }, id) {
     stick = atBottom();
     if (stick) jump.hidden = true;
   });
+  // The pane's height follows the window and the composer (styles.css): a reader at the newest message stays there.
+  const resized = new ResizeObserver(() => stick && (chat.scrollTop = chat.scrollHeight));
+  resized.observe(chat);
+  signal.addEventListener('abort', () => resized.disconnect(), { once: true });
   jump.addEventListener('click', () => {
     toBottom();
     chat.focus({ preventScroll: true });
@@ -193,52 +196,7 @@ export async function render(root, { signal, me }, id) {
   mine.addEventListener('click', () => people.me && assign(people.me.id));
 
   // ---- labels ----
-  const labelList = h('ul', { class: 'label-list', 'aria-label': 'Labels' });
-  const newLabel = h('input', { type: 'text', name: 'label', maxlength: String(MAX_LABEL_LENGTH), autocomplete: 'off', spellcheck: 'false' });
-  const addLabel = h('button', { type: 'submit', class: 'secondary' }, 'Add');
-  const labelMsg = messages();
-  const labelForm = h('form', { class: 'label-form' }, h('div', { class: 'row' }, field('Add a label', newLabel), addLabel), labelMsg.el);
-  let labelsShown = null;
-  function showLabels(c) {
-    const labels = c.labels ?? [];
-    const sig = JSON.stringify(labels);
-    if (sig === labelsShown) return;
-    labelsShown = sig;
-    replace(
-      labelList,
-      labels.length
-        ? labels.map((l) =>
-            h(
-              'li',
-              { class: 'label-chip' },
-              l,
-              h('button', { type: 'button', class: 'remove', 'aria-label': `Remove label ${l}`, title: `Remove ${l}`, onclick: () => saveLabels(labels.filter((x) => x !== l), `Label “${l}” removed.`) }, '×'),
-            ),
-          )
-        : h('li', { class: 'muted small' }, 'No labels.'),
-    );
-  }
-  async function saveLabels(labels, done) {
-    try {
-      const out = await busy(addLabel, () => api('PUT', `/api/conversations/${seg(id)}/labels`, { labels }, { signal }));
-      if (out?.conversation) apply({ ...state.conversation, ...out.conversation });
-      labelMsg.ok(done);
-      return true;
-    } catch (err) {
-      if (err.name !== 'AbortError') labelMsg.error(err);
-      return false;
-    }
-  }
-  labelForm.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    const l = newLabel.value.trim();
-    const labels = state.conversation?.labels ?? [];
-    if (!l) return labelMsg.error(new Error('Type a label first.'));
-    if (l.includes(',')) return labelMsg.error(new Error('A label cannot contain a comma.'));
-    if (labels.includes(l)) return labelMsg.ok(`It already has “${l}”.`);
-    if (labels.length >= MAX_LABELS) return labelMsg.error(new Error(`A conversation has at most ${MAX_LABELS} labels.`));
-    if (await saveLabels([...labels, l], `Label “${l}” added.`)) newLabel.value = '';
-  });
+  const labels = labelsEditor({ id, signal, current: () => state.conversation, onSaved: (c) => apply({ ...state.conversation, ...c }) });
 
   // ---- the conversation itself ----
   function apply(conversation, { fromAction = false } = {}) {
@@ -266,6 +224,9 @@ export async function render(root, { signal, me }, id) {
       facts,
       h('dt', {}, 'Customer'),
       h('dd', {}, name, name !== conversation.clientId ? h('span', { class: 'mono small muted client-id' }, ` ${conversation.clientId ?? ''}`) : null),
+      // What the customer told (the helpdesk, the widget's identify or pre-chat form), when known.
+      conversation.customer?.email ? [h('dt', {}, 'Email'), h('dd', {}, String(conversation.customer.email))] : null,
+      conversation.customer?.phone ? [h('dt', {}, 'Phone'), h('dd', {}, String(conversation.customer.phone))] : null,
       h('dt', {}, 'Channel'),
       h('dd', {}, channelText(conversation.channel, conversation.transport)),
       h('dt', {}, 'Integration'),
@@ -277,9 +238,23 @@ export async function render(root, { signal, me }, id) {
       reason ? [h('dt', {}, 'Handed over'), h('dd', {}, reasonText(reason))] : null,
     );
     showAssignee(conversation);
-    showLabels(conversation);
-    state.diagram?.highlight(conversation.state);
+    labels.show(conversation);
+    showState(conversation.state);
     if (renamed && lastMessages) renderMessages(lastMessages);
+  }
+
+  /**
+   * The current state highlighted. In the side column the diagram keeps a readable size and
+   * scrolls sideways (styles.css): the current state is brought to the middle.
+   */
+  function showState(value) {
+    if (!state.diagram) return;
+    state.diagram.highlight(value);
+    const scroller = diagramEl.querySelector('.diagram-scroll');
+    const current = diagramEl.querySelector('[data-state][aria-current="true"]');
+    if (!scroller || !current || scroller.scrollWidth <= scroller.clientWidth) return;
+    const [box, at] = [scroller.getBoundingClientRect(), current.getBoundingClientRect()];
+    scroller.scrollLeft += at.left + at.width / 2 - (box.left + box.width / 2);
   }
 
   const stateChange = (from, to) => {
@@ -381,7 +356,7 @@ export async function render(root, { signal, me }, id) {
       const out = await api('GET', '/api/machines/conversation', undefined, { signal });
       state.diagram = renderDiagram(out.machine ?? out);
       replace(diagramEl, state.diagram.el);
-      if (state.conversation) state.diagram.highlight(state.conversation.state);
+      if (state.conversation) showState(state.conversation.state);
     } catch (err) {
       if (err.name !== 'AbortError') replace(diagramEl, h('p', { role: 'alert', class: 'error' }, err.message));
     }
@@ -404,27 +379,34 @@ export async function render(root, { signal, me }, id) {
   action(resume, 'resume', 'Resumed: the bot answers again.');
   action(close, 'close', 'Conversation closed.');
 
+  // The header, the messages and the composer fill the screen (styles.css: .conversation-view);
+  // who has it, its labels, its details, the state machine and the log scroll beside them.
+  root.classList.add('conversation-view');
   root.append(
-    h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Inbox')),
-    h('div', { class: 'title-row' }, heading, badges, live.el),
+    h(
+      'div',
+      { class: 'conv-head' },
+      h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Inbox')),
+      h('div', { class: 'title-row' }, heading, badges, live.el),
+      h('div', { class: 'actions', role: 'group', 'aria-label': 'Operator actions' }, pause, resume, close),
+    ),
     statusLine,
-    h('div', { class: 'actions', role: 'group', 'aria-label': 'Operator actions' }, pause, resume, close),
     controlsMsg.el,
     loadMsg.el,
     h(
       'div',
       { class: 'conv-grid' },
-      h('section', { class: 'panel conversation-panel', 'aria-labelledby': 'msgs-title' }, h('h2', { id: 'msgs-title' }, 'Messages'), messagesNote, pane, compose.el),
+      h('section', { class: 'panel conversation-panel', 'aria-labelledby': 'msgs-title' }, h('h2', { id: 'msgs-title', class: 'visually-hidden' }, 'Messages'), messagesNote, pane, compose.el),
       h(
         'div',
         { class: 'side' },
         h('section', { class: 'panel', 'aria-labelledby': 'assign-title' }, h('h2', { id: 'assign-title' }, 'Assignee'), h('div', { class: 'assign-row' }, field('Assigned to', assignee), mine), assignMsg.el),
-        h('section', { class: 'panel', 'aria-labelledby': 'labels-title' }, h('h2', { id: 'labels-title' }, 'Labels'), labelList, labelForm),
+        h('section', { class: 'panel', 'aria-labelledby': 'labels-title' }, h('h2', { id: 'labels-title' }, 'Labels'), labels.list, labels.form),
         h('section', { class: 'panel', 'aria-labelledby': 'facts-title' }, h('h2', { id: 'facts-title' }, 'Details'), facts),
+        h('section', { class: 'panel', 'aria-labelledby': 'machine-title' }, h('h2', { id: 'machine-title' }, 'State machine'), diagramEl),
+        h('section', { class: 'panel log-panel', 'aria-labelledby': 'log-title' }, h('h2', { id: 'log-title' }, 'What happened'), transitionsNote, transitionsEl),
       ),
     ),
-    h('section', { class: 'panel', 'aria-labelledby': 'machine-title' }, h('h2', { id: 'machine-title' }, 'State machine'), diagramEl),
-    h('section', { class: 'panel', 'aria-labelledby': 'log-title' }, h('h2', { id: 'log-title' }, 'What happened'), transitionsNote, transitionsEl),
   );
 
   loadMachine();

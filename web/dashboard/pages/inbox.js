@@ -3,6 +3,8 @@
 // the customer is, the last message, when, where from, who has it, its labels and what this
 // user has not read. The list lives on GET /api/conversations/events: a change moves and
 // updates its row in place; one not on the page brings a fresh read of the current view.
+// Beside an open conversation (conversations.js) the same list is compact: the open one
+// highlighted, a click on another row opens it in place, the address left to the conversation.
 import { api, seg } from '../api.js';
 import { field, h, messages, pager, replace, select } from '../dom.js';
 import { followSse, liveStatus } from '../sse.js';
@@ -13,6 +15,8 @@ import { loadPeople } from './people.js';
 const PAGE = 50;
 const SEARCH_DEBOUNCE_MS = 300;
 const VIEW_KEY = 'mas.inbox.view';
+/** The search and filters, kept in the tab: the list beside a conversation opens as the Inbox was left. */
+const FILTERS_KEY = 'mas.inbox.filters';
 
 const VIEWS = [
   { key: 'mine', label: 'Mine', params: { assignee: 'me' }, matches: (c, me) => !!me && c.assigneeId === me.id, empty: 'Nothing is assigned to you. Conversations you reply to or take become yours.' },
@@ -32,10 +36,14 @@ function initialView(query) {
   return VIEWS.find((v) => v.key === key) ?? VIEWS[3];
 }
 
-export async function render(root, { signal, query, me }) {
+/**
+ * `beside`: { current: id of the open conversation, open(id) } when the list is shown beside
+ * a conversation.
+ */
+export async function render(root, { signal, query, me, beside = null }) {
   const people = await loadPeople(signal, me);
-  const state = { view: initialView(query), rows: [] };
-  const listId = 'inbox-list';
+  const state = { view: initialView(query), rows: [], current: beside ? String(beside.current) : null };
+  const listId = beside ? 'inbox-list-beside' : 'inbox-list';
 
   // ---- views (tabs) ----
   const needsCount = h('span', { class: 'tab-count', hidden: true });
@@ -63,8 +71,9 @@ export async function render(root, { signal, query, me }) {
     } catch {
       /* private mode: the view is not remembered */
     }
-    // The address names the view (a link to it works), without a navigation.
-    history.replaceState(null, '', `#/conversations?view=${state.view.key}`);
+    // The address names the view (a link to it works), without a navigation; beside a
+    // conversation it names the conversation.
+    if (!beside) history.replaceState(null, '', `#/conversations?view=${state.view.key}`);
     showTabs();
     if (focus) tabs.find((t) => t.dataset.view === key)?.focus();
     restart();
@@ -110,12 +119,40 @@ export async function render(root, { signal, query, me }) {
       }
     });
   status.addEventListener('change', () => restart());
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(FILTERS_KEY) ?? '{}');
+    search.value = String(kept.q ?? '');
+    label.value = String(kept.label ?? '');
+    if ([...status.options].some((o) => o.value === kept.status)) status.value = kept.status;
+  } catch {
+    /* storage unavailable or unreadable: the defaults */
+  }
   signal.addEventListener('abort', () => clearTimeout(typing), { once: true });
 
   // ---- list ----
   const listEl = h('ul', { class: 'inbox', 'aria-label': 'Conversations' });
   const emptyEl = h('p', { class: 'muted empty', hidden: true });
   const panel = h('section', { class: 'panel inbox-panel', id: listId, role: 'tabpanel' }, listEl, emptyEl);
+  if (beside)
+    listEl.addEventListener('click', (e) => {
+      const link = e.target instanceof Element ? e.target.closest('.row-link') : null;
+      // A new tab or window (a modifier, the middle button) follows the link as usual.
+      if (!link || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+      e.preventDefault();
+      const id = link.closest('.inbox-row')?.dataset.conversationId;
+      if (!id || id === state.current) return;
+      state.current = id;
+      for (const r of listEl.querySelectorAll('.inbox-row')) markOpen(r);
+      beside.open(id);
+    });
+  /** The open conversation's row stands out, and says so to a screen reader. */
+  const markOpen = (row) => {
+    const on = row.dataset.conversationId === state.current;
+    row.classList.toggle('is-open', on);
+    const link = row.querySelector('.row-link');
+    if (on) link?.setAttribute('aria-current', 'page');
+    else link?.removeAttribute('aria-current');
+  };
   const msg = messages();
   // Each (re)connection catches up on anything missed meanwhile.
   const live = liveStatus(() => refetchSoon());
@@ -135,6 +172,12 @@ export async function render(root, { signal, query, me }) {
   async function load() {
     const gen = ++generation;
     const f = filters();
+    // Kept at every read (a live update may read with what is typed before the search's pause).
+    try {
+      sessionStorage.setItem(FILTERS_KEY, JSON.stringify(f));
+    } catch {
+      /* private mode: the filters are not kept */
+    }
     const q = new URLSearchParams({ ...state.view.params, limit: String(PAGE), offset: String(pages.offset) });
     if (f.q) q.set('q', f.q);
     if (f.label) q.set('label', f.label);
@@ -182,6 +225,7 @@ export async function render(root, { signal, query, me }) {
     // The rows are drawn anew at every event: the one the keyboard is on keeps the focus.
     const focused = listEl.contains(document.activeElement) ? document.activeElement.closest('.inbox-row')?.dataset.conversationId : undefined;
     replace(listEl, state.rows.map(rowOf));
+    for (const r of listEl.children) markOpen(r);
     if (focused) listEl.querySelector(`.inbox-row[data-conversation-id="${CSS.escape(focused)}"] .row-link`)?.focus({ preventScroll: true });
     emptyEl.hidden = state.rows.length > 0;
     emptyEl.textContent = emptyText();
@@ -291,7 +335,8 @@ export async function render(root, { signal, query, me }) {
   signal.addEventListener('abort', () => clearInterval(ticker), { once: true });
 
   root.append(
-    h('div', { class: 'title-row' }, h('h1', {}, 'Inbox'), live.el),
+    // Beside a conversation, the conversation has the page's heading.
+    h('div', { class: 'title-row' }, h(beside ? 'h2' : 'h1', {}, 'Inbox'), live.el),
     tablist,
     h('div', { class: 'row filter inbox-filters' }, field('Search', search), field('Label', label), labelList, field('Status', status)),
     msg.el,

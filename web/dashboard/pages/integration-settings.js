@@ -1,11 +1,17 @@
 // The settings form of one integration (PATCH /api/integrations/:id): name, agent, and by
 // type the helpdesk's address, region, API token (write-only), handoff group, or the webchat's
-// allowed origins. Only what changed is sent: a new address or region makes the API ask the
+// allowed origins and pre-chat form. Only what changed is sent: a new address or region makes the API ask the
 // helpdesk again, and it wants the token with it.
 import { api, seg } from '../api.js';
 import { busy, field, fieldErrors, h, messages, secretInput, select } from '../dom.js';
 
 export const ORIGINS_HINT = 'The pages that may open the chat, one per line, e.g. https://shop.example.com. Empty: any page.';
+export const PRECHAT_HINT = 'Asked in the chat before the first message of a visitor your page did not identify (MAS.identify). The answers name the lead; they are not verified.';
+const PRECHAT_OPTIONS = [
+  { value: 'off', label: 'Off: ask nothing' },
+  { value: 'name', label: 'Ask the name' },
+  { value: 'name_email', label: 'Ask the name and email' },
+];
 export const GROUP_HINT = 'The helpdesk operator group a conversation handed to a person is transferred to. Empty: no transfer.';
 
 /** Non-empty lines (or comma-separated items) of a text area. */
@@ -29,6 +35,8 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
   const handoffGroup = h('input', { type: 'number', name: 'handoffGroupId', min: '1', step: '1', inputmode: 'numeric', value: it.handoffGroupId == null ? '' : String(it.handoffGroupId) });
   const origins = h('textarea', { name: 'allowedOrigins', rows: 3, spellcheck: 'false', placeholder: 'https://shop.example.com', dataset: { expects: 'web addresses such as https://shop.example.com: the scheme and the host, no path' } });
   origins.value = (it.allowedOrigins ?? []).join('\n');
+  const prechat = select(PRECHAT_OPTIONS, { name: 'prechatForm' });
+  prechat.value = it.prechatForm ?? 'off';
 
   const save = h('button', { type: 'submit', class: 'primary' }, 'Save settings');
   const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
@@ -51,7 +59,7 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
           ),
           apiToken.forget,
         ]
-      : field('Allowed origins', origins, ORIGINS_HINT),
+      : h('div', { class: 'grid-2' }, field('Allowed origins', origins, ORIGINS_HINT), field('Pre-chat form', prechat, PRECHAT_HINT)),
     h('div', { class: 'actions' }, save, cancel),
     msg.el,
   );
@@ -70,7 +78,10 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
       if (token !== undefined) body.apiToken = token;
       const group = handoffGroup.value.trim() === '' ? null : Number(handoffGroup.value);
       if (group !== (it.handoffGroupId ?? null)) body.handoffGroupId = group;
-    } else if (!same(linesOf(origins.value), it.allowedOrigins ?? [])) body.allowedOrigins = linesOf(origins.value);
+    } else {
+      if (!same(linesOf(origins.value), it.allowedOrigins ?? [])) body.allowedOrigins = linesOf(origins.value);
+      if (prechat.value !== (it.prechatForm ?? 'off')) body.prechatForm = prechat.value;
+    }
     if (!Object.keys(body).length) {
       msg.ok('Nothing changed.');
       return;
@@ -81,7 +92,7 @@ export function settingsForm(it, { agents, signal, onSaved, onCancel }) {
     } catch (err) {
       apiToken.input.value = '';
       if (err.name === 'AbortError') return;
-      errors.report(msg, err, { name, agentId: agent, apiUrl, region, apiToken: apiToken.input, handoffGroupId: handoffGroup, allowedOrigins: origins });
+      errors.report(msg, err, { name, agentId: agent, apiUrl, region, apiToken: apiToken.input, handoffGroupId: handoffGroup, allowedOrigins: origins, prechatForm: prechat });
     }
   });
   return form;

@@ -75,7 +75,10 @@ export function render(root, { signal }) {
     try {
       const { integration } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
       if (integration.webhookSecret) state.secrets.set(integration.id, integration.webhookSecret);
-      state.notes.set(integration.id, 'Created. Copy the webhook secret now: it is shown only once.');
+      // A helpdesk with a token registers its webhook at creation: say whether it did, and if not why.
+      const registration =
+        integration.type !== 'helpdesk' ? '' : integration.webhookError ? ` The webhook is not registered yet: ${integration.webhookError.message} Fix it, then use Register webhook.` : integration.webhookStatus === 'ok' ? ' The webhook is registered at the helpdesk.' : ' Add the API token to register the webhook.';
+      state.notes.set(integration.id, `Created.${registration} Copy the webhook secret now: it is shown only once.`);
       form.reset();
       syncType();
       fillAgents();
@@ -259,6 +262,8 @@ export function render(root, { signal }) {
 
     const origin = location.origin;
     const snippet = `<script src="${origin}/widget.js" data-integration-id="${it.id}"></script>`;
+    // The host page names a signed-in customer (web/widget/identity.js); the hash is made by its server with the webhook secret.
+    const identifySnippet = `<script>\nwindow.MAS = window.MAS || { q: [], identify: function (u) { this.q.push(['identify', u]); } };\nMAS.identify({ id: 'USER_ID', name: 'NAME', email: 'EMAIL', hash: 'HEX_HMAC_SHA256_OF_USER_ID_WITH_THE_WEBHOOK_SECRET' });\n</script>\n${snippet}`;
 
     return h(
       'article',
@@ -276,6 +281,7 @@ export function render(root, { signal }) {
       isHelpdesk && it.webhookUrl ? copyField('Webhook URL', it.webhookUrl, { buttonLabel: 'Copy webhook URL' }) : null,
       secret ? copyField('Webhook secret', secret, { buttonLabel: 'Copy secret' }) : null,
       it.type === 'webchat' ? copyField('Embed snippet', snippet, { buttonLabel: 'Copy snippet', multiline: true }) : null,
+      it.type === 'webchat' ? copyField('With a signed-in customer (their name in the inbox; hash computed by your server)', identifySnippet, { buttonLabel: 'Copy identity snippet', multiline: true }) : null,
       h('div', { class: 'actions' }, active.el, rotate, registerButton, settingsButton),
       settings,
       secretForm,

@@ -258,7 +258,7 @@ function renderBases(root, { signal }, wanted) {
   // The base's settings: a new language or embedding model indexes its documents again.
   const baseName = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
   const baseLanguage = h('select', { name: 'language' });
-  const useEmbedding = checkbox('Use an embedding model (search by meaning)', { name: 'useEmbedding' });
+  const useEmbedding = checkbox('Use your own embedding model (instead of the built-in English one)', { name: 'useEmbedding' });
   const embeddingUrl = h('input', { type: 'url', name: 'embeddingBaseUrl', placeholder: 'https://api.openai.com/v1', spellcheck: 'false', maxlength: '2000' });
   const embeddingModel = h('input', { type: 'text', name: 'embeddingName', placeholder: 'text-embedding-3-small', spellcheck: 'false', maxlength: '200' });
   const embeddingKey = secretInput('embeddingApiKey', 'Remove the stored embedding key');

@@ -41,6 +41,19 @@ function stagePicker(pipelines, currentStageId, props = {}) {
   return el;
 }
 
+/**
+ * What a lead is called: the customer's name, else their phone or email, else a short id
+ * ("Visitor 1a2b" for a webchat visitor's UUID; a helpdesk's own client id as it is, as the
+ * inbox does: words.js customerName).
+ */
+export function leadLabel(lead) {
+  const known = [lead.name, lead.phone, lead.email].find((v) => typeof v === 'string' && v.trim());
+  if (known) return known;
+  const id = String(lead.clientId ?? '');
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(id)) return `Visitor ${id.slice(0, 4)}`;
+  return id.length > 28 ? `${id.slice(0, 24)}…` : id;
+}
+
 async function moveLead(leadId, stageId, signal) {
   return (await api('PATCH', `/api/leads/${seg(leadId)}`, { stageId }, { signal })).lead;
 }
@@ -54,12 +67,12 @@ function renderBoards(root, { signal }) {
 
   function card(lead, stages) {
     const current = stages.get(lead.stageId);
-    const picker = stagePicker(state.pipelines, lead.stageId, { class: 'small', 'aria-label': `Move ${lead.clientId} to` });
+    const picker = stagePicker(state.pipelines, lead.stageId, { class: 'small', 'aria-label': `Move ${leadLabel(lead)} to` });
     picker.addEventListener('change', () => move(lead, Number(picker.value), { refocus: true }));
     const el = h(
       'li',
-      { class: 'lead-card', draggable: 'true', dataset: { leadId: String(lead.id) }, 'aria-label': `Lead ${lead.clientId}, ${current?.stage.name ?? 'unknown stage'}` },
-      h('a', { class: 'lead-name mono', href: `#/leads/${seg(lead.id)}` }, lead.clientId),
+      { class: 'lead-card', draggable: 'true', dataset: { leadId: String(lead.id) }, 'aria-label': `Lead ${leadLabel(lead)}, ${current?.stage.name ?? 'unknown stage'}` },
+      h('a', { class: 'lead-name', href: `#/leads/${seg(lead.id)}`, title: lead.clientId }, leadLabel(lead)),
       h('p', { class: 'small muted' }, channelText(lead)),
       h('p', { class: 'small' }, 'Last activity ', time(lead.lastActivityAt)),
       h('p', { class: 'small' }, h('a', { href: `#/leads/${seg(lead.id)}` }, lead.conversationCount === 1 ? '1 conversation' : `${lead.conversationCount} conversations`)),
@@ -84,7 +97,7 @@ function renderBoards(root, { signal }) {
     const target = stageIndex(state.pipelines).get(stageId);
     try {
       await moveLead(lead.id, stageId, signal);
-      msg.ok(`Moved ${lead.clientId} to ${target?.stage.name ?? `stage ${stageId}`}.`);
+      msg.ok(`Moved ${leadLabel(lead)} to ${target?.stage.name ?? `stage ${stageId}`}.`);
     } catch (err) {
       if (err.name !== 'AbortError') msg.error(err);
     }
@@ -205,12 +218,18 @@ function renderLead(root, { signal }, id) {
       const [{ lead }, { pipelines }] = await Promise.all([api('GET', `/api/leads/${seg(id)}`, undefined, { signal }), apiAll('/api/pipelines', 'pipelines', { signal })]);
       const stages = stageIndex(pipelines);
       const stageName = (stageId) => (stageId == null ? '—' : (stages.get(stageId)?.stage.name ?? `stage ${stageId}`));
-      heading.textContent = `Lead ${lead.clientId}`;
+      heading.textContent = `Lead ${leadLabel(lead)}`;
       replace(
         facts,
         h('dt', {}, 'Stage'),
         h('dd', {}, h('strong', {}, stageName(lead.stageId)), ` (${stages.get(lead.stageId)?.pipeline.name ?? 'pipeline'})`),
-        h('dt', {}, 'Customer'),
+        h('dt', {}, 'Name'),
+        h('dd', {}, lead.name ?? '—', lead.verifiedId ? h('span', { class: 'tag', title: `Identified by your page as ${lead.verifiedId}` }, 'verified') : null),
+        h('dt', {}, 'Email'),
+        h('dd', {}, lead.email ?? '—'),
+        h('dt', {}, 'Phone'),
+        h('dd', {}, lead.phone ?? '—'),
+        h('dt', {}, 'Customer id'),
         h('dd', { class: 'mono' }, lead.clientId),
         h('dt', {}, 'Channel'),
         h('dd', {}, channelText(lead)),

@@ -9,12 +9,12 @@ const DEFAULT_DAYS = 30;
 
 const FIGURES = [
   { key: 'conversations', label: 'Conversations', hint: 'sessions started' },
-  { key: 'autoResolved', label: 'Auto-resolved', hint: 'closed, never handed to a human' },
+  { key: 'autoResolved', label: 'Auto-resolved', hint: 'closed without a person: mostly the customer stayed silent after the agent answered (the agent’s auto-resolve time)' },
   { key: 'handedOff', label: 'Handed off', hint: 'agent handoffs and helpdesk transfers' },
   { key: 'reopened', label: 'Reopened', hint: 'customers back within 7 days of a closed session' },
   { key: 'replies', label: 'Replies', hint: 'agent replies delivered' },
   { key: 'modelCostUsd', label: 'Model cost', hint: 'model usage debited', money: true },
-  { key: 'costPerResolutionUsd', label: 'Cost per resolution', hint: 'model cost ÷ auto-resolved', money: true },
+  { key: 'costPerResolutionUsd', label: 'Cost per resolution', hint: 'model cost ÷ auto-resolved', money: true, none: 'nothing resolved in the period yet' },
 ];
 
 const SESSION_SERIES = [
@@ -57,7 +57,7 @@ export function render(root, { signal }) {
       replace(
         figuresEl,
         FIGURES.map((f) =>
-          h('div', { class: 'figure', dataset: { figure: f.key } }, h('dt', {}, f.label), h('dd', {}, f.money ? usd(analytics[f.key]) : String(analytics[f.key])), h('p', { class: 'hint' }, f.hint)),
+          h('div', { class: 'figure', dataset: { figure: f.key } }, h('dt', {}, f.label), h('dd', {}, f.money ? usd(analytics[f.key]) : String(analytics[f.key])), h('p', { class: 'hint' }, analytics[f.key] == null && f.none ? `${f.hint}; ${f.none}` : f.hint)),
         ),
       );
       replace(

@@ -2,7 +2,10 @@
 // the phrases its answer must contain, or "must hand off": a question the agent must not
 // answer. The results say per case what the agent did, how sure it was, where the answer
 // came from, and whether the case passed and why. Nothing is sent to anyone
-// (POST /api/agents/:id/evaluations).
+// (POST /api/agents/:id/evaluations). The cases are kept per agent
+// (GET|PUT /api/agents/:id/evaluation-cases): saved with "Save cases" and before each run, so
+// they are there after a reload; "Run all" runs them, and each result says what changed since
+// the agent's previous evaluation (newly passing, newly failing, the answer changed).
 import { api, apiAll, seg } from '../api.js';
 import { confidenceBadge, confidenceText } from '../confidence.js';
 import { optionTitles } from '../decisions.js';
@@ -51,6 +54,43 @@ function verdictText(c) {
   return 'It did not answer.';
 }
 
+/** A kept case as the form edits it, and back. */
+const formCase = (c) => ({ question: c.question, expect: Array.isArray(c.expect) ? c.expect.join(', ') : '', handoff: mustHandOff(c) });
+const apiCase = (c) => ({ question: c.question.trim(), expect: c.handoff ? HANDOFF : phrasesOf(c.expect) });
+const sameExpect = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/**
+ * What changed for a case since the previous evaluation (the same question, expecting the same):
+ * null when the case is new there, or nothing changed.
+ */
+function changeOf(c, previous) {
+  if (!previous) return null;
+  const before = previous.cases?.find((p) => p.question === c.question && (p.expect === null || sameExpect(p.expect, c.expect)));
+  if (!before) return { kind: 'new', text: 'New case' };
+  if (c.pass && !before.pass) return { kind: 'passing', text: 'Newly passing' };
+  if (!c.pass && before.pass) return { kind: 'failing', text: 'Newly failing' };
+  if (c.answer !== before.answer) return { kind: 'answer', text: 'Answer changed', before: before.answer };
+  return null;
+}
+
+function changesSummary(evaluation, previous) {
+  if (!previous) return 'First run: nothing to compare with yet.';
+  const counts = { passing: 0, failing: 0, answer: 0, new: 0 };
+  for (const c of evaluation.cases ?? []) {
+    const change = changeOf(c, previous);
+    if (change) counts[change.kind]++;
+  }
+  const parts = [
+    counts.passing && `${counts.passing} newly passing`,
+    counts.failing && `${counts.failing} newly failing`,
+    counts.answer && `${counts.answer} answer${counts.answer === 1 ? '' : 's'} changed`,
+    counts.new && `${counts.new} new case${counts.new === 1 ? '' : 's'}`,
+  ].filter(Boolean);
+  return `Since the run of ${new Date(previous.createdAt).toLocaleString()}: ${parts.length ? parts.join(', ') : 'no change'}.`;
+}
+
+const CHANGE_BADGE = { passing: 'ok', failing: 'failing', answer: 'pending', new: 'off' };
+
 function expectationText(c) {
   if (mustHandOff(c)) return 'Must hand off';
   if (Array.isArray(c.expect) && c.expect.length) return `Expects: ${c.expect.join(', ')}`;
@@ -58,11 +98,16 @@ function expectationText(c) {
 }
 
 export function render(root, { signal }) {
-  const state = { agents: [], cases: [] };
+  // `previous`: the evaluation before the one shown (what its changes are measured against); `dirty`: cases edited and not
+  // saved, for the agent `casesAgent`.
+  // `edits`: counts edits and saves, so saved cases read before one of them never replace what it left.
+  const state = { agents: [], cases: [], previous: null, dirty: false, casesAgent: null, edits: 0 };
   const agentSelect = h('select', { name: 'agent' });
   const casesEl = h('div', { class: 'cases' });
   const addCase = h('button', { type: 'button', class: 'secondary' }, 'Add case');
-  const run = h('button', { type: 'submit', class: 'primary' }, 'Run test');
+  const run = h('button', { type: 'submit', class: 'primary' }, 'Run all');
+  const saveCases = h('button', { type: 'button', class: 'secondary' }, 'Save cases');
+  const savedNote = h('span', { class: 'muted small', 'aria-live': 'polite' });
   const formMsg = messages();
   const resultsEl = h('div', { 'aria-live': 'polite' });
   const form = h(
@@ -78,7 +123,7 @@ export function render(root, { signal }) {
       ' for a question the agent must not answer (your help centre does not say, or it is not your business): that case passes when the agent does not answer it: it hands the customer to a person, says its fallback text, declines a question that is not about your business, or asks which article was meant.',
     ),
     casesEl,
-    h('div', { class: 'actions' }, addCase, run),
+    h('div', { class: 'actions' }, addCase, saveCases, run, savedNote),
     formMsg.el,
   );
 
@@ -91,16 +136,24 @@ export function render(root, { signal }) {
       expect.disabled = c.handoff;
       expect.placeholder = c.handoff ? 'the agent must not answer' : 'phrases, separated by commas';
     };
-    question.addEventListener('input', () => (c.question = question.value));
-    expect.addEventListener('input', () => (c.expect = expect.value));
+    question.addEventListener('input', () => {
+      c.question = question.value;
+      edited();
+    });
+    expect.addEventListener('input', () => {
+      c.expect = expect.value;
+      edited();
+    });
     handoff.addEventListener('change', () => {
       c.handoff = handoff.checked;
       sync();
+      edited();
     });
     sync();
     const del = h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove case ${n}` }, 'Remove');
     del.addEventListener('click', () => {
       state.cases.splice(i, 1);
+      edited();
       renderCases();
     });
     return h(
@@ -118,6 +171,33 @@ export function render(root, { signal }) {
     if (!state.cases.length) state.cases.push(blankCase());
     replace(casesEl, state.cases.map(caseRow));
   }
+  function edited() {
+    state.edits += 1;
+    state.dirty = true;
+    state.casesAgent = agentSelect.value;
+    savedNote.textContent = 'Unsaved changes';
+  }
+
+  /** The cases written so far (those with a question), kept for the agent; what is kept. */
+  async function save() {
+    const cases = state.cases.filter((c) => c.question.trim()).map(apiCase);
+    const kept = await api('PUT', `/api/agents/${seg(agentSelect.value)}/evaluation-cases`, { cases }, { signal });
+    state.edits += 1;
+    state.dirty = false;
+    savedNote.textContent = `${kept.cases.length} case${kept.cases.length === 1 ? '' : 's'} saved`;
+    return kept.cases;
+  }
+
+  saveCases.addEventListener('click', async () => {
+    if (!agentSelect.value) return formMsg.error(new Error('Create an agent first.'));
+    try {
+      await busy(saveCases, save);
+      formMsg.ok('Cases saved for this agent.');
+    } catch (err) {
+      if (err.name !== 'AbortError') formMsg.error(err);
+    }
+  });
+
   addCase.addEventListener('click', () => {
     state.cases.push(blankCase());
     renderCases();
@@ -134,7 +214,7 @@ export function render(root, { signal }) {
     return parts.join(' · ');
   }
 
-  function renderResults(evaluation) {
+  function renderResults(evaluation, previous) {
     if (!evaluation) {
       replace(resultsEl);
       return;
@@ -143,6 +223,7 @@ export function render(root, { signal }) {
       resultsEl,
       h('h2', { id: 'results-title' }, 'Results'),
       h('p', { class: 'summary' }, h('strong', {}, summary(evaluation)), h('span', { class: 'muted' }, ' · ', time(evaluation.createdAt))),
+      h('p', { class: 'changes-summary' }, changesSummary(evaluation, previous)),
       table(
         '!Test results',
         [
@@ -170,6 +251,19 @@ export function render(root, { signal }) {
             label: 'Result',
             cell: (c) => h('div', {}, h('span', { class: ['badge', c.pass ? 'pass' : 'fail'] }, c.pass ? 'Pass' : 'Fail'), h('p', { class: c.pass ? 'why muted small' : 'why doc-error' }, verdictText(c))),
           },
+          {
+            label: 'Since last run',
+            cell: (c) => {
+              const change = changeOf(c, previous);
+              if (!change) return h('span', { class: 'muted' }, previous ? 'No change' : '—');
+              return h(
+                'div',
+                { class: 'change', dataset: { change: change.kind } },
+                h('span', { class: ['badge', CHANGE_BADGE[change.kind]] }, change.text),
+                change.before !== undefined ? h('p', { class: 'muted small' }, `Before: ${change.before}`) : null,
+              );
+            },
+          },
         ],
         evaluation.cases ?? [],
       ),
@@ -178,7 +272,7 @@ export function render(root, { signal }) {
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    const cases = state.cases.filter((c) => c.question.trim()).map((c) => ({ question: c.question.trim(), expect: c.handoff ? HANDOFF : phrasesOf(c.expect) }));
+    const cases = state.cases.filter((c) => c.question.trim()).map(apiCase);
     if (!agentSelect.value) {
       formMsg.error(new Error('Create an agent first.'));
       return;
@@ -190,31 +284,55 @@ export function render(root, { signal }) {
     }
     try {
       formMsg.ok('Asking the agent…');
-      const { evaluation } = await busy(run, () => api('POST', `/api/agents/${seg(agentSelect.value)}/evaluations`, { cases }, { signal }));
+      const agentId = seg(agentSelect.value);
+      const { evaluation } = await busy(run, async () => {
+        // Run as kept: the cases are saved first, so the page shows them again after a reload.
+        if (state.dirty) await save();
+        // What this run is compared with: the agent's latest evaluation until now.
+        const { evaluations } = await api('GET', `/api/agents/${agentId}/evaluations?limit=1`, undefined, { signal });
+        state.previous = evaluations?.[0] ?? null;
+        return api('POST', `/api/agents/${agentId}/evaluations`, { cases }, { signal });
+      });
       formMsg.ok(`Test finished: ${evaluation.passed} passed, ${evaluation.failed} failed.`);
-      renderResults(evaluation);
+      renderResults(evaluation, state.previous);
     } catch (err) {
       if (err.name !== 'AbortError') formMsg.error(err);
     }
   });
 
-  async function showLatest() {
+  /** The agent's saved cases in the form, and its latest run compared with the one before. */
+  async function showAgent() {
     if (!agentSelect.value) return renderResults(null);
     try {
-      const { evaluations } = await api('GET', `/api/agents/${seg(agentSelect.value)}/evaluations?limit=1`, undefined, { signal });
-      renderResults(evaluations?.[0] ?? null);
+      const agentId = seg(agentSelect.value);
+      const asked = { agent: agentSelect.value, edits: state.edits };
+      const [{ cases }, { evaluations }] = await Promise.all([
+        api('GET', `/api/agents/${agentId}/evaluation-cases`, undefined, { signal }),
+        api('GET', `/api/agents/${agentId}/evaluations?limit=2`, undefined, { signal }),
+      ]);
+      if (asked.agent !== agentSelect.value) return; // another agent was chosen meanwhile: its own look-up shows it
+      // Typing or a save since they were asked for is kept (it is this agent's, and newer).
+      if (asked.edits === state.edits && !(state.dirty && state.casesAgent === agentSelect.value)) {
+        state.cases = (cases ?? []).map(formCase);
+        state.dirty = false;
+        state.casesAgent = agentSelect.value;
+        savedNote.textContent = state.cases.length ? `${state.cases.length} saved case${state.cases.length === 1 ? '' : 's'}` : '';
+        renderCases();
+      }
+      state.previous = evaluations?.[1] ?? null;
+      renderResults(evaluations?.[0] ?? null, state.previous);
     } catch (err) {
       if (err.name !== 'AbortError') formMsg.error(err);
     }
   }
-  agentSelect.addEventListener('change', showLatest);
+  agentSelect.addEventListener('change', showAgent);
 
   async function load() {
     try {
       const { agents } = await apiAll('/api/agents', 'agents', { signal });
       state.agents = agents ?? [];
       replace(agentSelect, state.agents.length ? state.agents.map((a) => h('option', { value: String(a.id) }, a.name)) : h('option', { value: '' }, 'No agents yet'));
-      await showLatest();
+      await showAgent();
     } catch (err) {
       if (err.name !== 'AbortError') formMsg.error(err);
     }

@@ -1,0 +1,96 @@
+import t from 'tap';
+import { partitionOf } from '../../lib/streams.js';
+import { startChat2DeskStub } from '../support/chat2desk-stub.js';
+import { addDocument } from '../support/knowledge.js';
+import { signUp, startTestService } from '../support/service.js';
+import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker } from '../support/worker.js';
+
+/**
+ * A change saved through the API is used from the next customer message on, by every worker
+ * (contract.md § The first hour): the gateway announces it over NATS before it answers, and
+ * each worker drops its cached config. Two workers, one partition each; after every change a
+ * customer writes 100 ms after the API's answer on each partition, within the workers' cache
+ * lifetime (without the notice both would answer with what they cached).
+ */
+const svc = await startTestService(t, 'change_notices', { env: { PARTITIONS: '2' }, knowledge: { sweepMs: 200 } });
+const stub = await startChat2DeskStub(t);
+const user = await signUp(svc.api, 'Changing Co');
+const kbId = (await svc.api('POST', '/api/knowledge-bases', { token: user.token, body: { name: 'FAQ', language: 'english' } })).body.knowledgeBase.id as number;
+await addDocument(svc.api, user.token, kbId, { title: 'Shop', content: '# Shop\n\n## Opening hours\n\nOur shop is open from 9 am to 6 pm, Monday to Saturday.' });
+const agent = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'FAQ bot', knowledgeBaseId: kbId } })).body.agent;
+const integration = await createHelpdeskIntegration(svc, user, stub, 'Helpdesk', agent.id);
+const options = { replay: { pollMs: 100 } };
+const workers = [await startTestWorker(t, svc, { workerId: 'notices-a', options }), await startTestWorker(t, svc, { workerId: 'notices-b', options })];
+await eventually(async () => workers.every((w) => w.ownedPartitions().length === 1), 20_000, 'one partition per worker');
+
+// About the shop, but its help centre does not say (yet): handed over with the fallback message.
+const ORDER = 'Where is my order?';
+const DEFAULT_FALLBACK = /^Sorry, I don't have an answer to that\./;
+const NEW_FALLBACK = 'Our team will look into your order, one moment.';
+
+let clients = 0;
+/** A new customer whose conversation lives on `partition`. */
+function clientOn(partition: number): string {
+  for (;;) {
+    const client = `cn-${clients++}`;
+    if (partitionOf(integration.id, client, 2) === partition) return client;
+  }
+}
+
+/** A new customer's question on `partition` (so: on the worker owning it) and the agent's answer. */
+async function ask(partition: number, text: string): Promise<{ kind: string; text: string; agentVersion: number | null }> {
+  const client = clientOn(partition);
+  await publishEnvelope(svc.nc, svc.config, messageEnvelope(integration, client, text));
+  const conv = await eventually(async () => (await sql(svc.orm, 'select id from conversations where client_id = ?', [client]))[0], 10_000, `${client}'s conversation`);
+  return eventually(async () => {
+    const res = await svc.api('GET', `/api/conversations/${conv.id}/messages`, { token: user.token });
+    return res.body.messages[1];
+  }, 10_000, `the answer to ${client}`);
+}
+
+/** Both partitions' answers to `text`, asked 100 ms after a change's answer. */
+async function askBoth(text: string) {
+  await new Promise((r) => setTimeout(r, 100));
+  return Promise.all([ask(0, text), ask(1, text)]);
+}
+
+t.test('both workers answer, and cache, the agent as it is', async (t) => {
+  t.ok(workers[0]!.ownedPartitions()[0] !== workers[1]!.ownedPartitions()[0], 'the two partitions on two workers');
+  for (const answer of await Promise.all([ask(0, ORDER), ask(1, ORDER)])) t.match(answer, { kind: 'handoff_notice', text: DEFAULT_FALLBACK, agentVersion: 1 });
+});
+
+t.test('a PATCH of the agent is answered with by the next message, on both workers', async (t) => {
+  const changed = await svc.api('PATCH', `/api/agents/${agent.id}`, { token: user.token, body: { fallbackMessage: NEW_FALLBACK } });
+  t.equal(changed.status, 200);
+  for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'handoff_notice', text: new RegExp(`^${NEW_FALLBACK}`), agentVersion: 2 });
+});
+
+t.test('restoring an earlier version is answered with by the next message, on both workers', async (t) => {
+  const restored = await svc.api('POST', `/api/agents/${agent.id}/versions/1/restore`, { token: user.token });
+  t.equal(restored.status, 201);
+  t.equal(restored.body.agent.version, 3);
+  for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'handoff_notice', text: DEFAULT_FALLBACK, agentVersion: 3 });
+});
+
+t.test("publishing a replay's changes is answered with by the next message, on both workers", async (t) => {
+  const REPLAYED = 'A colleague will check your order, thank you for waiting.';
+  const started = await svc.api('POST', `/api/agents/${agent.id}/replays`, { token: user.token, body: { changes: { fallbackMessage: REPLAYED } } });
+  t.equal(started.status, 201);
+  const path = `/api/agents/${agent.id}/replays/${started.body.replay.id}`;
+  await eventually(async () => (await svc.api('GET', path, { token: user.token })).body.replay?.status === 'done', 20_000, 'the replay done');
+  const published = await svc.api('POST', `${path}/publish`, { token: user.token });
+  t.equal(published.status, 201);
+  for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'handoff_notice', text: new RegExp(`^${REPLAYED}`), agentVersion: published.body.agent.version });
+});
+
+t.test('a document added (and ready) answers the next message, on both workers', async (t) => {
+  await addDocument(svc.api, user.token, kbId, { title: 'Orders', content: '# Orders\n\n## Where is my order\n\nTrack your order at shop.example.com/track with the number in your confirmation e-mail.' });
+  for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'reply', text: /shop\.example\.com\/track/ });
+});
+
+t.test('moving the integration to another agent is answered with by the next message, on both workers', async (t) => {
+  const other = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Bare bot', fallbackMessage: 'The bare bot cannot say.' } })).body.agent;
+  const moved = await svc.api('PATCH', `/api/integrations/${integration.id}`, { token: user.token, body: { agentId: other.id } });
+  t.equal(moved.status, 200);
+  for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'handoff_notice', text: /^The bare bot cannot say\./ });
+});
