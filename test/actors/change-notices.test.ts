@@ -2,6 +2,7 @@ import t from 'tap';
 import { partitionOf } from '../../lib/streams.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { addDocument } from '../support/knowledge.js';
+import { startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker } from '../support/worker.js';
 
@@ -93,4 +94,19 @@ t.test('moving the integration to another agent is answered with by the next mes
   const moved = await svc.api('PATCH', `/api/integrations/${integration.id}`, { token: user.token, body: { agentId: other.id } });
   t.equal(moved.status, 200);
   for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'handoff_notice', text: /^The bare bot cannot say\./ });
+});
+
+t.test("a model agent's new system prompt is used by the next message, on both workers (stand-in model, ~1 s)", async (t) => {
+  const llm = await startOpenAiStub(t);
+  // The stand-in says which of the company's prompts it was given (the service wraps it in its own), at a model's pace.
+  const promptIn = (req: { body: { messages: { role: string; content: unknown }[] } }) => /You are the \w+ prompt\./.exec(String(req.body.messages.find((m) => m.role === 'system')?.content ?? ''))?.[0] ?? 'no company prompt';
+  llm.respond((req) => ({ content: `Prompted: ${promptIn(req)}`, delayMs: 900 }));
+  const model = { provider: 'openai', name: 'gpt-4o', baseUrl: llm.baseUrl, apiKey: 'sk-notices' };
+  const bot = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Model bot', systemPrompt: 'You are the first prompt.', model } })).body.agent;
+  t.equal((await svc.api('PATCH', `/api/integrations/${integration.id}`, { token: user.token, body: { agentId: bot.id } })).status, 200);
+  for (const answer of await askBoth('Hello, is anyone there?')) t.match(answer, { kind: 'reply', text: /^Prompted: You are the first prompt\./ });
+
+  const changed = await svc.api('PATCH', `/api/agents/${bot.id}`, { token: user.token, body: { systemPrompt: 'You are the second prompt.' } });
+  t.equal(changed.status, 200);
+  for (const answer of await askBoth('Hello again, anyone?')) t.match(answer, { kind: 'reply', text: /^Prompted: You are the second prompt\./, agentVersion: changed.body.agent.version });
 });
