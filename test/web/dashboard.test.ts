@@ -246,6 +246,17 @@ t.test('integrations: helpdesk webhook registration, failure, secret, active swi
   t.match(await alert.textContent(), /helpdesk/i, 'what the helpdesk answered is shown');
   t.notMatch(await alert.textContent(), /Service temporarily unavailable/, "never the helpdesk's own words");
   await shot('05-integration-error');
+
+  // Created while the helpdesk refuses: created all the same, pending, and the card says why.
+  await page.getByLabel('Type').selectOption('helpdesk');
+  await page.getByLabel('Name', { exact: true }).fill('Chat2Desk second');
+  await page.getByLabel('Agent').selectOption({ label: 'Front desk' });
+  await page.getByLabel('API token').fill(helpdesk.token);
+  await page.getByRole('button', { name: 'Create integration' }).click();
+  const second = page.getByRole('article', { name: 'Chat2Desk second' });
+  await second.getByText('Webhook pending').waitFor();
+  t.match(await second.textContent(), /The webhook is not registered yet: The helpdesk did not register the webhook: .*HTTP 500.*Fix it, then use Register webhook\./, 'the reason, in the register button’s words');
+  await second.getByRole('button', { name: 'Register webhook', exact: true }).waitFor();
   helpdesk.handle(null);
 
   await card.getByRole('button', { name: 'Rotate secret' }).click();

@@ -73,11 +73,11 @@ export function render(root, { signal }) {
       if (handoffGroup.value.trim()) body.handoffGroupId = Number(handoffGroup.value);
     } else if (linesOf(origins.value).length) body.allowedOrigins = linesOf(origins.value);
     try {
-      const { integration } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
+      const { integration, webhookError } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
       if (integration.webhookSecret) state.secrets.set(integration.id, integration.webhookSecret);
       // A helpdesk with a token registers its webhook at creation: say whether it did, and if not why.
       const registration =
-        integration.type !== 'helpdesk' ? '' : integration.webhookError ? ` The webhook is not registered yet: ${integration.webhookError.message} Fix it, then use Register webhook.` : integration.webhookStatus === 'ok' ? ' The webhook is registered at the helpdesk.' : ' Add the API token to register the webhook.';
+        integration.type !== 'helpdesk' ? '' : webhookError ? ` The webhook is not registered yet: ${webhookError.message} Fix it, then use Register webhook.` : integration.webhookStatus === 'ok' ? ' The webhook is registered at the helpdesk.' : ' Add the API token to register the webhook.';
       state.notes.set(integration.id, `Created.${registration} Copy the webhook secret now: it is shown only once.`);
       form.reset();
       syncType();
