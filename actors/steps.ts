@@ -101,16 +101,19 @@ export interface StepsOptions {
 
 /**
  * The statement that loads a batch: receipts written, conversations locked, message ids
- * reserved, and the leads of the customers its messages name filled in (`$6`; a new
- * customer's lead is made with it when their session opens: openConversations).
+ * reserved, and, when its messages say who their customers are (`$6`), their leads filled in
+ * (a new customer's lead is made with it when their session opens: openConversations). A
+ * batch that says nothing of them (most webchat ones) runs it without that update.
  */
-const LOAD = `
+const loadStatement = (contacts: boolean) => `
   with l as (${lockedConversations('$1', '$2', '$3')}),
-  r as (${insertReceipts('$4', `(select id, integration_id, client_id from l where status <> 'closed')`)}),
-  contacts as (${fillLeadContacts(`(select * from json_to_recordset($6::json) as c(integration_id int, client_id text, ${CONTACT_COLUMNS}))`)})
+  r as (${insertReceipts('$4', `(select id, integration_id, client_id from l where status <> 'closed')`)})${contacts ? `,
+  contacts as (${fillLeadContacts(`(select * from json_to_recordset($6::json) as c(integration_id int, client_id text, ${CONTACT_COLUMNS}))`)})` : ''}
   select (select coalesce(json_agg(l), '[]') from l) as conversations,
          (select coalesce(json_agg(r), '[]') from r) as receipts,
          (${reserveMessageIds('$5')}) as ids`;
+const LOAD = loadStatement(false);
+const LOAD_WITH_CONTACTS = loadStatement(true);
 
 /** A receipt's row as the load statement takes it: the client picks the conversation when the step names none. */
 type LoadReceipt = NewReceipt & { client_id: string | null };
@@ -251,9 +254,10 @@ export class Steps {
         if (contact) contacts.set(conversationKey(step.env.integrationId, clientId), { integration_id: step.env.integrationId, client_id: clientId, ...contactRow(contact) });
       }
     }
-    const [row] = await query<Loaded>(client, 'steps_load', LOAD, [
-      ids, keys.map((k) => k.integrationId), keys.map((k) => k.clientId), JSON.stringify(toReceipt), messages, JSON.stringify([...contacts.values()]),
-    ]);
+    const params: unknown[] = [ids, keys.map((k) => k.integrationId), keys.map((k) => k.clientId), JSON.stringify(toReceipt), messages];
+    const [row] = contacts.size
+      ? await query<Loaded>(client, 'steps_load_contacts', LOAD_WITH_CONTACTS, [...params, JSON.stringify([...contacts.values()])])
+      : await query<Loaded>(client, 'steps_load', LOAD, params);
     return row!;
   }
 

@@ -13,11 +13,11 @@ export async function succeedsWithin(work: () => Promise<unknown>, timeoutMs: nu
   }
 }
 
-/** `work`'s result, or a rejection once `timeoutMs` passed first. */
-export function withinDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+/** `work`'s result, or a rejection (`timedOut()`'s error) once `timeoutMs` passed first. */
+export function withinDeadline<T>(work: Promise<T>, timeoutMs: number, timedOut: () => Error = () => new Error(`no answer within ${timeoutMs} ms`)): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(timedOut()), timeoutMs);
   });
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

@@ -3,6 +3,7 @@ import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound, type FieldError } from '../../lib/errors.js';
 import { guardForUrl } from '../../lib/address-guard.js';
+import { withinDeadline } from '../../lib/deadline.js';
 import { DEFAULT_HELPDESK_TIMEOUT_MS, HelpdeskClient } from '../../lib/helpdesk-client.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
@@ -150,16 +151,14 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
   const registerOnCreation = async (tenant: TenantScope, integration: Integration, token: string | null): Promise<WebhookError | null> => {
     if (integration.type !== 'helpdesk' || !integration.apiUrl || token === null) return null;
     let remoteId: string;
-    let timer: NodeJS.Timeout | undefined;
-    const slow = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new WebhookRegistrationError(`the helpdesk did not answer within ${DEFAULT_HELPDESK_TIMEOUT_MS / 1000} s`)), DEFAULT_HELPDESK_TIMEOUT_MS);
-    });
     try {
-      remoteId = await Promise.race([registerAt(integration as Integration & { apiUrl: string }, token), slow]);
+      remoteId = await withinDeadline(
+        registerAt(integration as Integration & { apiUrl: string }, token),
+        DEFAULT_HELPDESK_TIMEOUT_MS,
+        () => new WebhookRegistrationError(`the helpdesk did not answer within ${DEFAULT_HELPDESK_TIMEOUT_MS / 1000} s`),
+      );
     } catch (err) {
       return { code: 'UPSTREAM_ERROR', message: `The helpdesk did not register the webhook: ${upstreamText(err)}.` };
-    } finally {
-      clearTimeout(timer);
     }
     await registered(tenant, integration, remoteId);
     return null;

@@ -187,6 +187,11 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
   }
 }
 
+/** The id of a customer's latest conversation as the API lists it, once it is listed. */
+export function listedConversationId(api: ApiClient, token: string, clientId: string): Promise<number> {
+  return eventually(async () => (await api('GET', `/api/conversations?clientId=${clientId}`, { token })).body.conversations?.[0]?.id as number | undefined, 20_000, `the conversation of ${clientId}`);
+}
+
 /**
  * Waits until the service has no unfinished work at all: no message left in the inbound
  * stream (a work queue: what is acknowledged is gone), no outbox row pending or sending, no

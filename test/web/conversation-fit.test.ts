@@ -11,7 +11,7 @@ import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { startTestService } from '../support/service.js';
 import { customerWrites } from '../support/webhooks.js';
-import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, listedConversationId, startTestWorker, untilIdle } from '../support/worker.js';
 
 const svc = await startTestService(t, 'web_conversation_fit');
 const { api } = svc;
@@ -20,9 +20,7 @@ await startTestWorker(t, svc);
 const model = await startRepeatingModel(t);
 const browser = await launchBrowser(t);
 
-async function conversationOf(token: string, clientId: string): Promise<number> {
-  return eventually(async () => (await api('GET', `/api/conversations?clientId=${clientId}`, { token })).body.conversations?.[0]?.id as number | undefined, 20_000, `the conversation of ${clientId}`);
-}
+const conversationOf = (token: string, clientId: string) => listedConversationId(api, token, clientId);
 
 /**
  * A company (a long name: the account line must not push the top bar onto two rows) whose

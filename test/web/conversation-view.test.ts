@@ -12,7 +12,7 @@ import { startRepeatingModel } from '../support/repeating-model.js';
 import { startTestService } from '../support/service.js';
 import { join } from '../support/team.js';
 import { customerWrites } from '../support/webhooks.js';
-import { createHelpdeskIntegration, eventually, startTestWorker, untilIdle } from '../support/worker.js';
+import { createHelpdeskIntegration, eventually, listedConversationId, startTestWorker, untilIdle } from '../support/worker.js';
 
 const svc = await startTestService(t, 'web_conversation_view');
 const { api } = svc;
@@ -21,9 +21,7 @@ await startTestWorker(t, svc);
 const model = await startRepeatingModel(t);
 const browser = await launchBrowser(t);
 
-async function conversationOf(token: string, clientId: string): Promise<number> {
-  return eventually(async () => (await api('GET', `/api/conversations?clientId=${clientId}`, { token })).body.conversations?.[0]?.id as number | undefined, 20_000, `the conversation of ${clientId}`);
-}
+const conversationOf = (token: string, clientId: string) => listedConversationId(api, token, clientId);
 
 /** A company whose owner is signed in (named, as a team sees them), with a helpdesk answered by the repeating model. */
 async function company(t: Test, name: string, owner: string) {
