@@ -101,9 +101,10 @@ export function render(root, { signal }) {
   // `previous`: the evaluation before the one shown (what its changes are measured against); `dirty`: cases edited and not
   // saved, for the agent `casesAgent`.
   // `edits`: counts edits and saves, so saved cases read before one of them never replace what it left.
-  const state = { agents: [], cases: [], previous: null, dirty: false, casesAgent: null, edits: 0 };
+  const state = { agents: [], cases: [], previous: null, dirty: false, casesAgent: null, edits: 0, loading: 0 };
   const agentSelect = h('select', { name: 'agent' });
-  const casesEl = h('div', { class: 'cases' });
+  // A fieldset: disabled while an agent's saved cases load, so nothing typed meanwhile is replaced by them.
+  const casesEl = h('fieldset', { class: 'cases' });
   const addCase = h('button', { type: 'button', class: 'secondary' }, 'Add case');
   const run = h('button', { type: 'submit', class: 'primary' }, 'Run all');
   const saveCases = h('button', { type: 'button', class: 'secondary' }, 'Save cases');
@@ -303,6 +304,9 @@ export function render(root, { signal }) {
   /** The agent's saved cases in the form, and its latest run compared with the one before. */
   async function showAgent() {
     if (!agentSelect.value) return renderResults(null);
+    const controls = [casesEl, addCase, saveCases, run];
+    state.loading += 1;
+    for (const c of controls) c.disabled = true;
     try {
       const agentId = seg(agentSelect.value);
       const asked = { agent: agentSelect.value, edits: state.edits };
@@ -323,6 +327,9 @@ export function render(root, { signal }) {
       renderResults(evaluations?.[0] ?? null, state.previous);
     } catch (err) {
       if (err.name !== 'AbortError') formMsg.error(err);
+    } finally {
+      state.loading -= 1;
+      if (state.loading === 0) for (const c of controls) c.disabled = false;
     }
   }
   agentSelect.addEventListener('change', showAgent);
