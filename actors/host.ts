@@ -12,6 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Steps, type Step, type StepResult, type StepsDeps } from './steps.js';
 import { conversationIdByRef } from './tables/conversations.js';
 import { recordReceipt } from './tables/receipts.js';
+import { applyDeliveryReport } from './tables/delivery-reports.js';
+import { messageRowView } from './plan.js';
 import { WebchatLive } from './webchat-live.js';
 
 /**
@@ -33,6 +35,11 @@ import { WebchatLive } from './webchat-live.js';
  * a rejected receipt and acked: no retry could store it.
  */
 export { MAX_ANSWER_ATTEMPTS } from './answers.js';
+
+/** How long a report of a message not recorded yet is tried again (its send's answer is recorded within seconds). */
+const REPORT_PATIENCE_MS = 60_000;
+/** WhatsApp's error of free text sent more than 24 h after the customer's last message. */
+const WINDOW_CLOSED_CODE = '131047';
 
 export interface HostDeps extends Omit<StepsDeps, 'now'> {
   /** Publishes a status event to its conversation's partition (lib/inbound.ts). */
@@ -123,6 +130,7 @@ export class ConversationHost {
     try {
       if (env.kind === 'message') return await this.#inTurn(lane, async () => ({ kind: 'message', env, route: await this.#deps.agent.routeOf(env.companyId, env.integrationId) }));
       if (env.kind === 'operator') return this.#takeOver(lane, await this.#steps.submit({ kind: 'operator', env }));
+      if (env.kind === 'delivery') return await this.#report(env);
       const s = env.status;
       if (s.clientId === null) return await this.#route(partition, env);
       const ref = await conversationIdByRef(this.#deps.sql, env.integrationId, s.requestId, s.dialogId, s.clientId);
@@ -131,6 +139,43 @@ export class ConversationHost {
       if (isDataError(err) && (await this.#reject(env, err))) return 'ack';
       throw err;
     }
+  }
+
+  /**
+   * A channel's report of one of our sent messages: written on the message (it changes no
+   * conversation state: no step), told to the message's watchers. A report of a message not
+   * recorded yet (it outran the send's own answer) is tried again for a while. WhatsApp's
+   * closed 24-hour window reported late (a `failed` status with 131047) hands the conversation
+   * to a person, as a refused send does.
+   */
+  async #report(env: Extract<InboundEnvelope, { kind: 'delivery' }>): Promise<ItemResult> {
+    const r = env.delivery;
+    const outcome = await applyDeliveryReport(this.#deps.sql, env.integrationId, r);
+    if (outcome.kind === 'unknown' && Date.now() - Date.parse(env.receivedAt) < REPORT_PATIENCE_MS) return 'nak';
+    // Taken: the acceptance journal forgets it (actors/accepted-sweeper.ts).
+    await recordReceipt(this.#deps.sql, env, outcome.kind === 'unknown' ? 'unknown_message' : 'applied');
+    if (outcome.kind === 'unknown') {
+      this.#deps.logger.info({ integrationId: env.integrationId, status: r.status }, 'host: a delivery report for no message of ours (ignored)');
+      return 'ack';
+    }
+    if (outcome.kind === 'updated') {
+      const m = outcome.message;
+      try {
+        this.#deps.nc.publish(this.#deps.names.conversationEvents(m.company_id, m.conversation_id), JSON.stringify([{ type: 'message', conversationId: m.conversation_id, message: messageRowView(m) }]));
+      } catch {
+        /* best effort: the row is the record */
+      }
+    }
+    // Told again when the report comes again (a publish that failed the first time): the command's key makes it once.
+    if (r.status === 'failed' && r.error?.code === WINDOW_CLOSED_CODE) {
+      const [messageId, conversationId] = outcome.kind === 'updated' ? [outcome.message.id, outcome.message.conversation_id] : [outcome.messageId, outcome.conversationId];
+      await this.#deps.publisher.publish({
+        v: 1, kind: 'operator', idempotencyKey: `channel-refused:m${messageId}`, companyId: env.companyId, integrationId: env.integrationId, channel: env.channel,
+        receivedAt: new Date().toISOString(), conversationId, clientId: r.clientId,
+        command: { action: 'channel_refused', by: null, reason: 'window_closed', outboxId: r.outboxId ?? '' },
+      });
+    }
+    return 'ack';
   }
 
   /** A debounce deadline passed: its step, in turn with the conversation's envelopes. */

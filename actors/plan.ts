@@ -110,7 +110,7 @@ function conversationRowView(c: ConversationRow): ConversationView {
 export function messageRowView(m: MessageRow) {
   return messageView({
     id: m.id, seq: m.seq, role: m.role, kind: m.kind, text: m.text, externalId: m.external_id, replyToId: m.reply_to_id, delivery: m.delivery,
-    deliveryError: m.delivery_error, sources: m.sources ?? null, confidence: m.confidence ?? null, options: m.options ?? null, authorId: m.author_id ?? null, agentVersion: m.agent_version ?? null,
+    deliveryError: m.delivery_error, deliveryStatus: m.delivery_status ?? null, deliveryErrorCode: m.delivery_error_code ?? null, sources: m.sources ?? null, confidence: m.confidence ?? null, options: m.options ?? null, authorId: m.author_id ?? null, agentVersion: m.agent_version ?? null,
     createdAt: m.created_at,
   });
 }
@@ -391,7 +391,7 @@ export class Plan {
     const stored = new Map(written.messages.map((r) => [messageKey(r.conversation_id, r.seq), r]));
     for (const m of this.#messages) {
       const r = stored.get(messageKey(m.row.conversation_id, m.row.seq));
-      m.stored = r ? { ...m.row, id: r.id, delivery_error: null, created_at: new Date(r.created_at) } : null;
+      m.stored = r ? { ...m.row, id: r.id, delivery_error: null, delivery_status: null, delivery_error_code: null, created_at: new Date(r.created_at) } : null;
     }
     this.claimed = written.claimed.map(sendFromJson);
     if (tracing.enabled) {

@@ -10,11 +10,12 @@ import { publishWebchatPush } from '../lib/webchat-pushes.js';
 import { isOpen, outsideHoursOutput } from '../lib/agents/hours.js';
 import { CONTACT_COLUMNS, contactRow, fillLeadContacts } from '../lib/leads.js';
 import { agentInputOf, isAnswering, isCollecting, isHandedOver } from '../machines/conversation.js';
-import type { AgentInput, ConversationEvent } from '../schema/conversation.js';
+import type { AgentInput, AgentOutput, ConversationEvent } from '../schema/conversation.js';
 import type { InboundEnvelope } from '../schema/envelope.js';
 import { applyAnswer, askAgent, type AgentAsk } from './agent-asks.js';
 import type { AgentRunner, AnswerRoute } from './agents/types.js';
 import { Batcher } from '../lib/batcher.js';
+import { applyOperatorCommand } from './operator-commands.js';
 import { Plan } from './plan.js';
 import { conversations, lockedConversations, openConversations, type ConversationRow } from './tables/conversations.js';
 import { reserveMessageIds } from './tables/messages.js';
@@ -72,6 +73,8 @@ export interface StepResult {
 }
 
 const NONE: Next = { kind: 'none' };
+/** A message the agent cannot read (a WhatsApp image, voice note, ...): a short line, and a person takes it (contract.md § Direct channels). */
+const UNSUPPORTED_OUTPUT: AgentOutput = { kind: 'handoff', reason: 'unsupported_message', text: 'I can read text only, so a colleague will look at what you sent and get back to you here.' };
 const RESUME: Next = { kind: 'resume' };
 
 export interface StepsDeps {
@@ -212,7 +215,7 @@ export class Steps {
         return this.#statusEvent(plan, step, conv);
       }
       case 'operator':
-        return this.#operatorCommand(plan, step, byId.get(step.env.conversationId) ?? null, isFresh(step.env));
+        return { conv: applyOperatorCommand(plan, step.env, byId.get(step.env.conversationId) ?? null, isFresh(step.env), new Date(this.#deps.now())), next: NONE };
       case 'answer': {
         const conv = byId.get(step.conversationId) ?? null;
         if (conv) applyAnswer(plan, conv, step.messageId, step.event, settle);
@@ -310,8 +313,10 @@ export class Steps {
     const m = step.env.message;
     plan.addMessage(conv, { id, role: 'customer', kind: 'message', text: m.text, external_id: m.messageId, attachments: m.attachments });
     const { behaviour } = step.route;
-    // Outside business hours the agent's policy answers at once (no debounce window).
-    const outside = behaviour.hours ? outsideHoursOutput(behaviour.hours, now, told) : null;
+    // WhatsApp's reply window counts from the platform's time of the customer's last message (never later than now).
+    if (step.env.channel === 'whatsapp') conv.customer_sent_at = new Date(Math.min(Date.parse(m.sentAt) || now.getTime(), now.getTime()));
+    // Outside business hours the agent's policy answers at once (no debounce window); so does a message it cannot read.
+    const outside = m.unsupported ? UNSUPPORTED_OUTPUT : behaviour.hours ? outsideHoursOutput(behaviour.hours, now, told) : null;
     const event: ConversationEvent = {
       // Our clock, not the sender's: a debounce deadline is `at` + debounceMs, judged by our clock.
       type: 'customer.message', messageId: id, text: m.text, at: now.toISOString(),
@@ -324,7 +329,7 @@ export class Steps {
     // Marked, so the transition log tells why, and a customer is told the hours once.
     if (outside && isAnswering(conv.state)) {
       const output = behaviour.version === undefined ? outside : { ...outside, agentVersion: behaviour.version };
-      plan.step(conv, { type: 'xstate.done.actor.agent', output, outsideHours: true });
+      plan.step(conv, { type: 'xstate.done.actor.agent', output, ...(m.unsupported ? { unsupported: m.unsupported } : { outsideHours: true }) });
     }
     return { conv, next: this.#nextOf(conv, step.route, askLocally) };
   }
@@ -339,44 +344,6 @@ export class Steps {
     }
     plan.remember(conv, s.requestId, s.dialogId);
     plan.step(conv, { type: `helpdesk.${s.hookType}`, requestId: s.requestId, ...(s.dialogId !== null ? { dialogId: s.dialogId } : {}), at: env.receivedAt } as ConversationEvent);
-    return { conv, next: NONE };
-  }
-
-  /**
-   * Operator commands from the API (pause, resume, close, reply, note), and the auto-resolve sweep's (actors/auto-resolve.ts). The API waits for the
-   * "applied" notice published after the commit. A pause or close clears the hold the API set
-   * at once in the database (an agent reply committed meanwhile was cancelled: actors/plan.ts).
-   */
-  #operatorCommand(plan: Plan, step: Extract<Step, { kind: 'operator' }>, conv: ConversationRow | null, fresh: boolean): StepResult {
-    const { env } = step;
-    if (!conv || conv.company_id !== env.companyId || conv.integration_id !== env.integrationId) {
-      plan.notice(env.companyId, () => ({ type: 'applied', conversationId: env.conversationId, idempotencyKey: env.idempotencyKey, outcome: 'not_found', conversation: null }));
-      return { conv: null, next: NONE };
-    }
-    let outcome: 'applied' | 'duplicate' | 'ignored' = fresh ? 'applied' : 'duplicate';
-    if (fresh) {
-      const cmd = env.command;
-      if (cmd.action === 'auto_resolve') {
-        if (!answeredLast(conv, cmd.answeredAt) || !plan.step(conv, { type: 'agent.auto_resolve', at: new Date(this.#deps.now()).toISOString(), answeredAt: cmd.answeredAt, idleMinutes: cmd.idleMinutes })) outcome = 'ignored';
-      } else if (cmd.action === 'reply' || cmd.action === 'note') {
-        if (conv.status === 'closed') outcome = 'ignored';
-        else if (cmd.action === 'note') plan.addMessage(conv, { role: 'operator', kind: 'note', text: cmd.text, author_id: cmd.by });
-        else {
-          // Take-over: a person answering first pauses the bot (the API set the hold), then the reply goes out. Handed
-          // over by the agent and no person had acted yet: the reply is that person acting, the agent stops answering
-          // (`paused.operator`). Paused otherwise: the hold the API set goes all the same, or it would cancel the bot's
-          // replies after a resume.
-          if (conv.status === 'active' || isHandedOver(conv.state)) plan.step(conv, { type: 'operator.pause', at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold: true });
-          else if (conv.hold_requested_at !== null) plan.touch(conv, { clearHold: true });
-          plan.addMessage(conv, { role: 'operator', kind: 'message', text: cmd.text, delivery: 'pending', author_id: cmd.by }, 'operator_reply');
-        }
-      } else {
-        const clearHold = cmd.action === 'pause' || cmd.action === 'close';
-        plan.step(conv, { type: `operator.${cmd.action}`, at: env.receivedAt, ...(cmd.by ? { by: cmd.by } : {}) }, { clearHold });
-      }
-    }
-    // Built after the writes, so the view carries the saved row.
-    plan.notice(conv.company_id, (viewOf) => ({ type: 'applied', conversationId: conv.id, idempotencyKey: env.idempotencyKey, outcome, conversation: viewOf(conv) }));
     return { conv, next: NONE };
   }
 
@@ -437,14 +404,6 @@ interface StepContext {
   /** The next reserved message id (one per message step, in order). */
   id: () => string;
   askLocally: (a: AgentAsk) => void;
-}
-
-/**
- * The agent's answer the sweep saw is still the conversation's last message: nobody wrote since (the customer's message, an
- * operator's reply or a new answer would have moved last_message_at). The machine decides the rest (only `active.idle` closes).
- */
-function answeredLast(conv: ConversationRow, answeredAt: string): boolean {
-  return conv.status === 'active' && conv.last_message_role === 'agent' && conv.last_message_at !== null && new Date(conv.last_message_at).getTime() === Date.parse(answeredAt);
 }
 
 function receiptOf(env: InboundEnvelope, kind: string, conversationId: number | null, clientId: string | null): LoadReceipt {

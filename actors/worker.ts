@@ -168,8 +168,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     { canWork: () => !natsAway && !nc.isClosed(), ...options.lease },
   );
-  outbox = new OutboxSender({ sql, nc, names, config, logger, leases }, options.outbox);
   const publisher = inboundPublisher(nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, js });
+  outbox = new OutboxSender({ sql, nc, names, config, logger, leases, publisher }, options.outbox);
   host = new ConversationHost(
     { sql, quickSql: quick, nc, names, partitions: config.partitions, logger, agent, credit, outbox, publisher, leases, now: deps.now },
     { maxModelCalls: config.model.maxConcurrency, ...options.host },

@@ -17,6 +17,10 @@ export const DEFAULT_PUBLISH_TIMEOUT_MS = 4_000;
 export const DEFAULT_PARTITIONS = 16;
 export const DEFAULT_HELPDESK_GLOBAL_URL = 'https://api.chat2desk.com';
 export const DEFAULT_HELPDESK_EUROPE_URL = 'https://api.chat24.io';
+export const DEFAULT_WHATSAPP_GRAPH_URL = 'https://graph.facebook.com';
+export const DEFAULT_WHATSAPP_GRAPH_VERSION = 'v21.0';
+export const DEFAULT_TELEGRAM_API_URL = 'https://api.telegram.org';
+export const DEFAULT_WHATSAPP_STATUS_WAIT_MS = 10_000;
 export const DEFAULT_ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 export const DEFAULT_REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 export const DEFAULT_SECRET_GRACE_SECONDS = 24 * 3600;
@@ -97,6 +101,13 @@ export interface Config {
   readonly partitions: number;
   readonly helpdeskGlobalUrl: string;
   readonly helpdeskEuropeUrl: string;
+  /** The Meta Graph API's base address (WhatsApp Cloud API sends); a sandbox in tests and the demo. */
+  readonly whatsappGraphUrl: string;
+  readonly whatsappGraphVersion: string;
+  /** How long after a send a crash left uncertain the worker waits for Meta's status of it before sending it again. */
+  readonly whatsappStatusWaitMs: number;
+  /** The Telegram Bot API's base address. */
+  readonly telegramApiUrl: string;
   /** 32-byte keys; the first encrypts, all decrypt (rotation). */
   readonly secretsKeys: readonly Buffer[];
   readonly secretGraceSeconds: number;
@@ -234,6 +245,10 @@ const envSchema = {
     PARTITIONS: { type: 'integer', minimum: 1, maximum: 1024 },
     HELPDESK_GLOBAL_URL: { type: 'string', pattern: '^https?://' },
     HELPDESK_EUROPE_URL: { type: 'string', pattern: '^https?://' },
+    WHATSAPP_GRAPH_URL: { type: 'string', pattern: '^https?://' },
+    WHATSAPP_GRAPH_VERSION: { type: 'string', pattern: '^v\\d{1,3}\\.\\d{1,3}$' },
+    TELEGRAM_API_URL: { type: 'string', pattern: '^https?://' },
+    WHATSAPP_STATUS_WAIT_MS: { type: 'integer', minimum: 1_000, maximum: 3_600_000 },
     SECRETS_KEY: { type: 'string', minLength: 1 },
     SECRET_GRACE_SECONDS: { type: 'integer', minimum: 0 },
     ENFORCE_HTTPS: { type: 'string', enum: BOOLEAN_WORDS },
@@ -387,6 +402,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     partitions: (v.PARTITIONS as number | undefined) ?? DEFAULT_PARTITIONS,
     helpdeskGlobalUrl: ((v.HELPDESK_GLOBAL_URL as string | undefined) ?? DEFAULT_HELPDESK_GLOBAL_URL).replace(/\/+$/, ''),
     helpdeskEuropeUrl: ((v.HELPDESK_EUROPE_URL as string | undefined) ?? DEFAULT_HELPDESK_EUROPE_URL).replace(/\/+$/, ''),
+    whatsappGraphUrl: ((v.WHATSAPP_GRAPH_URL as string | undefined) ?? DEFAULT_WHATSAPP_GRAPH_URL).replace(/\/+$/, ''),
+    whatsappGraphVersion: (v.WHATSAPP_GRAPH_VERSION as string | undefined) ?? DEFAULT_WHATSAPP_GRAPH_VERSION,
+    whatsappStatusWaitMs: (v.WHATSAPP_STATUS_WAIT_MS as number | undefined) ?? DEFAULT_WHATSAPP_STATUS_WAIT_MS,
+    telegramApiUrl: ((v.TELEGRAM_API_URL as string | undefined) ?? DEFAULT_TELEGRAM_API_URL).replace(/\/+$/, ''),
     secretsKeys: Object.freeze(secretsKeys),
     secretGraceSeconds: (v.SECRET_GRACE_SECONDS as number | undefined) ?? DEFAULT_SECRET_GRACE_SECONDS,
     enforceHttps,

@@ -1,5 +1,6 @@
 import type { StateValue } from 'xstate';
 import type { ConversationContext, ConversationStatus } from '../schema/conversation.js';
+import type { DeliveryStatus } from '../schema/conversation-entities.js';
 import type { Channel } from '../schema/envelope.js';
 
 /**
@@ -48,8 +49,14 @@ export interface MessageView {
   externalId: string | null;
   replyToId: number | null;
   delivery: string | null;
-  /** Why a reply was not delivered (delivery "failed" or "cancelled"), else null. */
-  deliveryError: string | null;
+  /**
+   * How far a sent message got, as its channel reports it (contract.md § Direct channels):
+   * `sent`, `delivered`, `read` (WhatsApp statuses, never moving back) or `failed`; null for
+   * customer messages, notes and messages not sent (yet).
+   */
+  deliveryStatus: DeliveryStatus | null;
+  /** Why a message was not delivered (delivery "failed" or "cancelled", or a channel's `failed` status), else null. */
+  deliveryError: { code: string; message: string } | null;
   /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`, empty when none); null for other messages. */
   sources: { documentId: number; chunkId: number; title: string }[] | null;
   /** An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); else null. */
@@ -164,12 +171,20 @@ export interface MessageLike {
   replyToId: string | number | null;
   delivery: string | null;
   deliveryError?: string | null;
+  deliveryStatus?: string | null;
+  deliveryErrorCode?: string | null;
   sources?: { documentId: number; chunkId: number; title: string }[] | null;
   confidence?: number | null;
   options?: { documentId: number; chunkId: number; title: string }[] | null;
   authorId?: string | null;
   agentVersion?: number | null;
   createdAt: Date | string;
+}
+
+/** The channel's report when there is one, else what our own send knows (sent or failed). */
+function deliveryStatusOf(m: MessageLike): DeliveryStatus | null {
+  if (m.deliveryStatus) return m.deliveryStatus as DeliveryStatus;
+  return m.delivery === 'sent' || m.delivery === 'failed' ? m.delivery : null;
 }
 
 export function messageView(m: MessageLike): MessageView {
@@ -182,7 +197,8 @@ export function messageView(m: MessageLike): MessageView {
     externalId: m.externalId,
     replyToId: m.replyToId === null ? null : Number(m.replyToId),
     delivery: m.delivery,
-    deliveryError: m.deliveryError ?? null,
+    deliveryStatus: deliveryStatusOf(m),
+    deliveryError: m.deliveryError ? { code: m.deliveryErrorCode ?? (m.delivery === 'cancelled' ? 'not_sent' : 'send_failed'), message: m.deliveryError } : null,
     sources: m.sources ?? (m.role === 'agent' && m.kind === 'reply' ? [] : null),
     confidence: m.confidence ?? null,
     options: m.options?.length ? m.options : null,

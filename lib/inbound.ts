@@ -24,6 +24,8 @@ const RETRY_PAUSE_MS = 100;
 function clientIdOf(env: InboundEnvelope): string | null {
   if (env.kind === 'message') return env.message.clientId;
   if (env.kind === 'operator') return env.clientId;
+  // A channel's report on one of our sent messages (WhatsApp statuses[]): the customer it went to.
+  if (env.kind === 'delivery') return env.delivery.clientId;
   return env.status.clientId;
 }
 

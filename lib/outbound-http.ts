@@ -37,6 +37,15 @@ export interface OutboundRequest {
   guard?: AddressGuard | null;
   maxRedirects?: number;
   signal?: AbortSignal;
+  /**
+   * Called once, right before the request's bytes are handed to the network, in the same turn
+   * of the event loop as that write (node writes a request to a kept-alive socket in the turn
+   * it assigns it, to a new one in the turn it connects): a process killed after it has, all
+   * but certainly, sent the request. A refused connection or address never calls it. Only the
+   * first hop's; not called again for redirects or a repeat on a fresh socket. What it throws
+   * is ignored.
+   */
+  onWritten?: () => void;
 }
 
 export interface OutboundResponse {
@@ -127,7 +136,7 @@ function nextHop(hop: Hop, res: IncomingMessage): Hop | null {
 type StaleSocketError = Error & { staleSocket?: boolean; code?: string };
 
 /** One request; resolves with the response stream once its headers arrived. */
-function send(hop: Hop, chainGuard: AddressGuard | null | undefined, abort: AbortSignal, own?: ConnectionPool): Promise<IncomingMessage> {
+function send(hop: Hop, chainGuard: AddressGuard | null | undefined, abort: AbortSignal, own?: ConnectionPool, onWritten?: () => void): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (abort.aborted) return reject(abort.reason);
     const guard = guardOf(chainGuard, hop.url);
@@ -148,6 +157,14 @@ function send(hop: Hop, chainGuard: AddressGuard | null | undefined, abort: Abor
       if (!answered && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) err.staleSocket = true;
       reject(err);
     });
+    if (onWritten) {
+      req.once('socket', (socket) => {
+        // node flushes the request right after this event (kept-alive socket), or on the socket's
+        // connect after this listener (new one): this runs in the same turn, just before.
+        if (!socket.connecting) return onWritten();
+        socket.once((socket as { encrypted?: boolean }).encrypted ? 'secureConnect' : 'connect', onWritten);
+      });
+    }
     req.on('response', (res) => {
       answered = true;
       abort.removeEventListener('abort', onAbort);
@@ -166,20 +183,27 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
  * and then reset, so only idempotent requests are repeated here (a POST's caller decides:
  * the outbox reconciles it against the helpdesk's history).
  */
-async function sendWithStaleRetry(hop: Hop, guard: AddressGuard | null | undefined, abort: AbortSignal, pool?: ConnectionPool): Promise<IncomingMessage> {
+async function sendWithStaleRetry(hop: Hop, guard: AddressGuard | null | undefined, abort: AbortSignal, pool?: ConnectionPool, onWritten?: () => void): Promise<IncomingMessage> {
   try {
-    return await send(hop, guard, abort, pool);
+    return await send(hop, guard, abort, pool, onWritten);
   } catch (err) {
-    if ((err as StaleSocketError).staleSocket && IDEMPOTENT.has(hop.method)) return send(hop, guard, abort, pool);
+    if ((err as StaleSocketError).staleSocket && IDEMPOTENT.has(hop.method)) return send(hop, guard, abort, pool, onWritten);
     throw err;
   }
 }
 
 /** Follows redirects (at most maxRedirects, each target checked again); resolves with the final response stream. */
-async function exchange(first: Hop, guard: AddressGuard | null | undefined, maxRedirects: number, abort: AbortSignal, pool?: ConnectionPool): Promise<{ res: IncomingMessage; url: URL }> {
+async function exchange(
+  first: Hop,
+  guard: AddressGuard | null | undefined,
+  maxRedirects: number,
+  abort: AbortSignal,
+  pool?: ConnectionPool,
+  onWritten?: () => void,
+): Promise<{ res: IncomingMessage; url: URL }> {
   let hop = first;
   for (let redirects = 0; ; redirects++) {
-    const res = await sendWithStaleRetry(hop, guard, abort, pool);
+    const res = await sendWithStaleRetry(hop, guard, abort, pool, redirects === 0 ? onWritten : undefined);
     const next = nextHop(hop, res);
     if (!next) return { res, url: hop.url };
     res.resume(); // the redirect's own body is not needed
@@ -230,6 +254,20 @@ function readCapped(res: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
+/** `fn` called at most once, whatever it throws ignored (it runs in an event handler). */
+function onceQuietly(fn: () => void): () => void {
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    try {
+      fn();
+    } catch {
+      // the caller's bookkeeping failing must not become an uncaught exception of the socket
+    }
+  };
+}
+
 /** One HTTP exchange with a deadline, a body cap, the guard and redirect rules above. */
 export async function outboundRequest(r: OutboundRequest): Promise<OutboundResponse> {
   const controller = new AbortController();
@@ -248,7 +286,14 @@ export async function outboundRequest(r: OutboundRequest): Promise<OutboundRespo
     } catch {
       throw new OutboundError('BAD_URL', 'not a valid URL');
     }
-    const { res, url: final } = await exchange({ method: r.method, url, headers: r.headers ?? {}, body: r.body }, r.guard, r.maxRedirects ?? DEFAULT_MAX_REDIRECTS, controller.signal);
+    const { res, url: final } = await exchange(
+      { method: r.method, url, headers: r.headers ?? {}, body: r.body },
+      r.guard,
+      r.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
+      controller.signal,
+      undefined,
+      r.onWritten ? onceQuietly(r.onWritten) : undefined,
+    );
     const onAbort = () => res.destroy(controller.signal.reason as Error);
     controller.signal.addEventListener('abort', onAbort, { once: true });
     try {

@@ -26,6 +26,7 @@ import {
   agentInputOf,
   agentReplyParams,
   autoResolveParams,
+  channelBlockedParams,
   clarifyOptionsOf,
   handoffReasonOf,
   hasRequestId,
@@ -82,6 +83,16 @@ const sessionEnds = {
   'operator.close': {
     target: '#conversation.closed',
     actions: ['recordClosed', { type: 'session_close', params: ({ event }: { event: EventOf<'operator.close'> }) => operatorCloseParams(event) }],
+  },
+  // WhatsApp takes no free text 24 h after the customer's last message: only a person can reach them now.
+  'channel.window_closed': {
+    target: '#conversation.paused.operator',
+    actions: 'recordWindowClosed',
+  },
+  // The customer blocked the bot: nothing more can reach them in this session.
+  'channel.blocked': {
+    target: '#conversation.closed',
+    actions: ['recordClosed', { type: 'session_close', params: ({ event }: { event: EventOf<'channel.blocked'> }) => channelBlockedParams(event) }],
   },
 } as const;
 
@@ -167,6 +178,7 @@ export const conversationMachine = setup({
     }),
     recordClosed: assign(({ event }) => ({ closedAt: 'at' in event ? event.at : new Date().toISOString() })),
     recordOperatorPause: assign({ handoffReason: 'operator_pause' }),
+    recordWindowClosed: assign({ handoffReason: 'window_closed' }),
     clearHandoffReason: assign({ handoffReason: null }),
     recordAgentHandoff: assign(({ event }) => ({
       handoffReason: handoffReasonOf((event as { output?: AgentOutput }).output),

@@ -25,7 +25,7 @@ export function hasRequestId(event: ConversationEvent): boolean {
   return 'requestId' in event && typeof event.requestId === 'number' && Number.isFinite(event.requestId);
 }
 
-const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'spend_cap', 'outside_hours', 'model_failed'];
+const HANDOFF_REASONS: readonly HandoffReason[] = ['asked_for_human', 'no_answer', 'no_credit', 'spend_cap', 'outside_hours', 'model_failed', 'unsupported_message'];
 
 export function handoffReasonOf(output: AgentOutput | undefined): HandoffReason {
   if (output && output.kind === 'handoff' && HANDOFF_REASONS.includes(output.reason)) return output.reason;
@@ -56,6 +56,11 @@ export function operatorCloseParams(event: EventOf<'operator.close'>): SessionCl
 /** The customer stayed silent after the agent's answer: the session ends resolved by the agent. */
 export function autoResolveParams(event: EventOf<'agent.auto_resolve'>): SessionCloseParams {
   return { origin: 'agent', event: event.type, at: event.at, reason: 'auto_resolved' };
+}
+
+/** The customer blocked the channel's bot: the session ends, closed by the channel. */
+export function channelBlockedParams(event: EventOf<'channel.blocked'>): SessionCloseParams {
+  return { origin: 'channel', event: event.type, at: event.at, reason: 'blocked' };
 }
 
 /** The version of the agent that gave the output, when it says (recorded with the message it becomes). */

@@ -44,6 +44,8 @@ export interface Conversation {
   lastMessageText: string | null;
   /** Customer messages in the session (written by the worker): a user's unread count is this less what they had seen. */
   customerMessages: number;
+  /** When the platform says the customer's last message was sent (written by the worker; WhatsApp's 24-hour window counts from it; migration 0034). */
+  customerSentAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
   /** When the last message of the customer or of whoever answered them was written (the one lastMessageRole and lastMessageText hold). */
@@ -72,6 +74,7 @@ export const ConversationSchema = new EntitySchema<Conversation>({
     holdRequestedAt: { type: 'datetime', nullable: true },
     assigneeId: { type: 'uuid', nullable: true },
     labels: { type: 'text[]', default: '{}' },
+    customerSentAt: { type: 'datetime', nullable: true },
     lastMessageRole: { type: 'text', nullable: true },
     lastMessageText: { type: 'text', nullable: true },
     customerMessages: { type: 'integer', default: 0 },
@@ -107,6 +110,9 @@ export const ConversationRefSchema = new EntitySchema<ConversationRef>({
 
 export type MessageRole = 'customer' | 'agent' | 'operator' | 'system';
 export type MessageDelivery = 'pending' | 'sent' | 'failed' | 'cancelled';
+/** A sent message's progress as its channel reports it, in the order it moves (contract.md § Direct channels). */
+export const DELIVERY_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface ConversationMessage {
   id: string;
@@ -124,6 +130,10 @@ export interface ConversationMessage {
   /** Outbound messages only. */
   delivery: MessageDelivery | null;
   deliveryError: string | null;
+  /** What the channel reported of a sent message (WhatsApp statuses; a send's own answer): never moving back (migration 0034). */
+  deliveryStatus: DeliveryStatus | null;
+  /** The code of a failed delivery (the platform's error code, or ours: `window_closed`, `delivery_uncertain`, ...). */
+  deliveryErrorCode: string | null;
   attachments: unknown[];
   /** An agent reply's knowledge sources (`[{documentId, chunkId, title}]`); null for other messages. */
   sources: ReplySource[] | null;
@@ -154,6 +164,8 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     replyToId: { type: 'bigint', nullable: true },
     delivery: { type: 'text', nullable: true },
     deliveryError: { type: 'text', nullable: true },
+    deliveryStatus: { type: 'text', nullable: true },
+    deliveryErrorCode: { type: 'text', nullable: true },
     attachments: { type: 'json', default: '[]' },
     sources: { type: 'json', nullable: true },
     confidence: { type: 'float', nullable: true },

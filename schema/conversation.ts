@@ -125,7 +125,26 @@ export interface AutoResolveEvent {
   idleMinutes: number;
 }
 
-export type ConversationEvent = CustomerMessageEvent | DebounceElapsedEvent | HelpdeskEvent | OperatorEvent | AutoResolveEvent;
+/**
+ * What a direct channel refused of a send (actors/outbox/delivery.ts): WhatsApp's 24-hour
+ * window is over (`channel.window_closed`: a person must reach the customer) or the customer
+ * blocked the Telegram bot (`channel.blocked`: the session ends).
+ */
+interface ChannelRefusedPayload {
+  /** ISO timestamp of when the worker applied it. */
+  at: string;
+  /** The outbox row whose send was refused. */
+  outboxId: string;
+}
+export interface ChannelWindowClosedEvent extends ChannelRefusedPayload {
+  type: 'channel.window_closed';
+}
+export interface ChannelBlockedEvent extends ChannelRefusedPayload {
+  type: 'channel.blocked';
+}
+export type ChannelRefusedEvent = ChannelWindowClosedEvent | ChannelBlockedEvent;
+
+export type ConversationEvent = CustomerMessageEvent | DebounceElapsedEvent | HelpdeskEvent | OperatorEvent | AutoResolveEvent | ChannelRefusedEvent;
 
 export type ConversationEventType = ConversationEvent['type'];
 
@@ -150,7 +169,7 @@ export interface ClarifyOption {
   title: string;
 }
 
-export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'spend_cap' | 'outside_hours' | 'model_failed';
+export type HandoffReason = 'asked_for_human' | 'no_answer' | 'no_credit' | 'spend_cap' | 'outside_hours' | 'model_failed' | 'unsupported_message';
 
 /**
  * The language-model call that produced an answer: what the host debits from the company's
@@ -288,8 +307,8 @@ export type SessionTransferExternalParams =
 
 /** Params of the `session_close` action. */
 export interface SessionCloseParams {
-  origin: 'helpdesk' | 'operator' | 'agent';
-  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close' | 'agent.close' | 'agent.auto_resolve';
+  origin: 'helpdesk' | 'operator' | 'agent' | 'channel';
+  event: 'helpdesk.close_dialog' | 'helpdesk.close_request' | 'operator.close' | 'agent.close' | 'agent.auto_resolve' | 'channel.blocked';
   /** Why the agent closed it (its close_conversation tool; `auto_resolved`: its customer stayed silent after its answer). */
   reason?: string;
   at: string;

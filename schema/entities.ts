@@ -494,7 +494,8 @@ export const AgentSchema = new EntitySchema<Agent>({
   },
 });
 
-export type IntegrationType = 'helpdesk' | 'webchat';
+/** `whatsapp` (WhatsApp Cloud API) and `telegram` (Telegram Bot API): direct channels (lib/channels/). */
+export type IntegrationType = 'helpdesk' | 'webchat' | 'whatsapp' | 'telegram';
 
 export interface Integration {
   id: number;
@@ -522,6 +523,10 @@ export interface Integration {
   handoffGroupId: number | null;
   /** Webchat: what the widget asks before the first message (migration 0031). */
   prechatForm: PrechatForm;
+  /** WhatsApp: the business phone number's id in the Graph API (migration 0034). */
+  phoneNumberId: string | null;
+  /** WhatsApp: the token Meta's GET probe of the webhook must echo (generated; shown to the company to paste into Meta's dashboard). */
+  verifyToken: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -553,6 +558,8 @@ export const IntegrationSchema = new EntitySchema<Integration>({
     allowedOrigins: { type: 'json', default: '[]' },
     handoffGroupId: { type: 'integer', nullable: true },
     prechatForm: { type: 'text', default: 'off' },
+    phoneNumberId: { type: 'text', nullable: true },
+    verifyToken: { type: 'text', nullable: true, lazy: true },
     createdAt: { type: 'datetime', defaultRaw: 'now()' },
     updatedAt: { type: 'datetime', defaultRaw: 'now()' },
   },

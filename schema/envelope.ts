@@ -3,7 +3,7 @@
  * shape every channel's inbound traffic is turned into. Types only (no runtime imports),
  * so machines/, gateway/ and actors/ can all share it.
  */
-export type Channel = 'helpdesk' | 'webchat';
+export type Channel = 'helpdesk' | 'webchat' | 'whatsapp' | 'telegram';
 
 export interface NormalisedMessage {
   /** The platform's message id when it has one (helpdesk `message_id`, webchat clientMessageId). */
@@ -20,6 +20,27 @@ export interface NormalisedMessage {
   sentAt: string;
   /** What the message says of its customer (cleaned at the door); the worker fills their lead with it (lib/leads.ts). */
   contact?: CustomerContact;
+  /**
+   * A message the agent cannot read (WhatsApp image, audio, location, ...: its type): stored
+   * as `text` (e.g. "[image]"), answered with a short line and handed to a person
+   * (`unsupported_message`) instead of being answered by the agent.
+   */
+  unsupported?: string;
+}
+
+/** What a channel reported of one of our sent messages (WhatsApp `statuses[]`). */
+export interface DeliveryReport {
+  /** The channel's id of our message (the wamid). */
+  externalId: string;
+  /** Our outbox row id, when the channel echoed it (WhatsApp `biz_opaque_callback_data`). */
+  outboxId: string | null;
+  status: 'sent' | 'delivered' | 'read' | 'failed';
+  /** The first error of a `failed` status. */
+  error: { code: string; message: string } | null;
+  /** The customer the message went to (WhatsApp `recipient_id`). */
+  clientId: string;
+  /** When the channel says it happened (ISO). */
+  at: string;
 }
 
 /**
@@ -28,7 +49,7 @@ export interface NormalisedMessage {
  * other), the `customer` in the widget's pre-chat form and the `helpdesk`'s payload (these
  * two only fill an empty field).
  */
-export type ContactSource = 'operator' | 'verified' | 'customer' | 'helpdesk';
+export type ContactSource = 'operator' | 'verified' | 'customer' | 'helpdesk' | 'whatsapp' | 'telegram';
 
 export interface CustomerContact {
   name: string | null;
@@ -58,7 +79,13 @@ export type OperatorCommand =
    * session whose customer stayed silent `idleMinutes` after the agent's answer of `answeredAt`, in turn with the
    * customer's messages (one that came first wins: the answer is then no longer the last message).
    */
-  | { action: 'auto_resolve'; by: null; answeredAt: string; idleMinutes: number };
+  | { action: 'auto_resolve'; by: null; answeredAt: string; idleMinutes: number }
+  /**
+   * Not an operator's: the worker's sender tells the conversation what its channel said of a
+   * send. `window_closed`: WhatsApp's 24-hour window is over (the conversation is handed to a
+   * person); `blocked`: the customer blocked the Telegram bot (the session is closed).
+   */
+  | { action: 'channel_refused'; by: null; reason: 'window_closed' | 'blocked'; outboxId: string };
 
 interface EnvelopeBase {
   v: 1;
@@ -74,4 +101,5 @@ interface EnvelopeBase {
 export type InboundEnvelope =
   | (EnvelopeBase & { kind: 'message'; message: NormalisedMessage })
   | (EnvelopeBase & { kind: 'status'; status: NormalisedStatus })
-  | (EnvelopeBase & { kind: 'operator'; conversationId: number; clientId: string; command: OperatorCommand });
+  | (EnvelopeBase & { kind: 'operator'; conversationId: number; clientId: string; command: OperatorCommand })
+  | (EnvelopeBase & { kind: 'delivery'; delivery: DeliveryReport });

@@ -7,11 +7,14 @@ import type { StreamNames } from '../../lib/streams.js';
 import { inSpan, NO_PARENT, SpanKind, traceOf, tracing } from '../../lib/tracing.js';
 import { publishWebchatPush } from '../../lib/webchat-pushes.js';
 import { Batcher } from '../../lib/batcher.js';
+import type { InboundPublisher } from '../../lib/inbound.js';
+import type { InboundEnvelope } from '../../schema/envelope.js';
 import type { OwnedPartition } from '../partitions.js';
 import { messageRowView } from '../plan.js';
 import type { MessageRow } from '../tables/messages.js';
 import { claimSends, finishSends, retrySendsLater, type Finish, type OutboxSend, type RetryLater } from '../tables/outbox.js';
-import { Delivery, type DeliveryOptions, type Outcome } from './delivery.js';
+import { Delivery, type DeliveryEffect, type DeliveryOptions, type Outcome } from './delivery.js';
+import { WrittenParts } from './written-parts.js';
 
 /**
  * Sends what the steps put in the outbox (transactional outbox): agent replies, handoff
@@ -34,8 +37,10 @@ export interface SenderDeps {
   sql: SqlPool;
   nc: NatsConnection;
   names: StreamNames;
-  config: Pick<Config, 'secretsKeys' | 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl'>;
+  config: Pick<Config, 'databaseUrl' | 'secretsKeys' | 'allowPrivateUrls' | 'helpdeskGlobalUrl' | 'helpdeskEuropeUrl' | 'whatsappGraphUrl' | 'whatsappGraphVersion' | 'whatsappStatusWaitMs' | 'telegramApiUrl'>;
   logger: Logger;
+  /** Tells a conversation what its channel's refusal does to it (a `channel_refused` command to its partition). */
+  publisher: InboundPublisher;
   /** The partitions this worker owns, with their epochs, and whether it still holds one. */
   leases: { ownedWithEpochs(): OwnedPartition[]; holds(partition: number, epoch: number): boolean };
 }
@@ -55,6 +60,7 @@ export class OutboxSender {
   readonly #deps: SenderDeps;
   readonly #o: Required<Omit<SenderOptions, keyof DeliveryOptions>>;
   readonly #delivery: Delivery;
+  readonly #writtenParts: WrittenParts;
   readonly #finishes: Batcher<Finish, Map<string, MessageRow>>;
   readonly #retries: Batcher<RetryLater, undefined>;
   /** Sends under way, by outbox id. */
@@ -70,8 +76,9 @@ export class OutboxSender {
   constructor(deps: SenderDeps, options: SenderOptions = {}) {
     this.#deps = deps;
     this.#o = { pollMs: options.pollMs ?? 500, batch: options.batch ?? 128, maxInFlight: options.maxInFlight ?? 256, claimMs: options.claimMs ?? 30_000 };
+    this.#writtenParts = new WrittenParts(deps.config.databaseUrl, deps.logger);
     this.#delivery = new Delivery(
-      { sql: deps.sql, config: deps.config, logger: deps.logger, leases: deps.leases },
+      { sql: deps.sql, config: deps.config, logger: deps.logger, leases: deps.leases, writtenParts: this.#writtenParts },
       {
         maxAttempts: options.maxAttempts ?? 10,
         baseBackoffMs: options.baseBackoffMs ?? 500,
@@ -136,6 +143,7 @@ export class OutboxSender {
     this.#pollTimer = null;
     await this.#claiming;
     while (this.#sending.size > 0) await Promise.all([...this.#sending.values()].map((s) => s.done));
+    await this.#writtenParts.close();
   }
 
   /** Starts a claim when one is due, none is running and there is room for more sends. */
@@ -211,9 +219,10 @@ export class OutboxSender {
       await this.#retries.submit({ outboxId: row.id, leaseRev: row.lease_rev, error: outcome.error, delayMs: outcome.delayMs, uncertain: outcome.uncertain, unreadable: outcome.unreadable ?? false });
       return;
     }
-    const finished = await this.#finishes.submit({ outboxId: row.id, leaseRev: row.lease_rev, status: outcome.status, externalId: outcome.externalId ?? null, error: outcome.error ?? null });
+    const finished = await this.#finishes.submit({ outboxId: row.id, leaseRev: row.lease_rev, status: outcome.status, externalId: outcome.externalId ?? null, error: outcome.error ?? null, errorCode: outcome.errorCode ?? null });
     const message = finished.get(row.id);
     if (!message) return;
+    if (outcome.effect) await this.#tellConversation(row, outcome.effect);
     const { nc, names } = this.#deps;
     const notices: ConversationNotices = [{ type: 'message', conversationId: row.conversation_id, message: messageRowView(message) }];
     try {
@@ -222,6 +231,20 @@ export class OutboxSender {
       if (outcome.push) publishWebchatPush(nc, names, { integrationId: row.integration_id, clientId: row.client_id }, outcome.push);
     } catch {
       /* best effort: the rows are the record */
+    }
+  }
+
+  /** The conversation is handed to a person (window_closed) or closed (blocked) by its own worker, in turn with its messages. */
+  async #tellConversation(row: OutboxSend, reason: DeliveryEffect): Promise<void> {
+    const env: InboundEnvelope = {
+      v: 1, kind: 'operator', idempotencyKey: `channel-refused:${row.id}`, companyId: row.company_id, integrationId: row.integration_id, channel: row.channel,
+      receivedAt: new Date().toISOString(), conversationId: row.conversation_id, clientId: row.client_id,
+      command: { action: 'channel_refused', by: null, reason, outboxId: row.id },
+    };
+    try {
+      await this.#deps.publisher.publish(env);
+    } catch (err) {
+      this.#deps.logger.error({ err, outboxId: row.id, reason }, 'outbox: could not tell the conversation what its channel refused');
     }
   }
 }

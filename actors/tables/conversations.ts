@@ -34,6 +34,7 @@ export const conversations = new Table('conversations', {
   last_message_role: 'text',
   last_message_text: 'text',
   customer_messages: 'int',
+  customer_sent_at: 'timestamptz',
   created_at: 'timestamptz',
   updated_at: 'timestamptz',
   last_message_at: 'timestamptz',
@@ -45,11 +46,11 @@ type Column = keyof typeof conversations.columns;
 /** What a session is opened with (the rest has defaults). */
 const OPENED: Column[] = ['company_id', 'integration_id', 'channel', 'client_id', 'partition', 'status', 'state', 'snapshot', 'channel_id', 'transport'];
 /** What an outbox send reads of its conversation (tables/outbox.ts; `state`: whether the agent handed it over and still answers). */
-const SENT_WITH: Column[] = ['status', 'state', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id'];
+const SENT_WITH: Column[] = ['status', 'state', 'hold_requested_at', 'channel', 'client_id', 'channel_id', 'transport', 'integration_id', 'customer_sent_at'];
 /** What a step may change (updated_at is set by the database). The assignee and labels are the API's: a step never writes them. */
 const STEPPED = [
   'status', 'state', 'snapshot', 'message_seq', 'transition_seq', 'last_message_at', 'last_message_role', 'last_message_text', 'customer_messages',
-  'closed_at', 'hold_requested_at', 'channel_id', 'transport',
+  'closed_at', 'hold_requested_at', 'channel_id', 'transport', 'customer_sent_at',
 ] as const satisfies readonly Column[];
 
 /**

@@ -29,7 +29,7 @@ export const messages = new Table('conversation_messages', {
 });
 
 /** A message to insert: its id when reserved beforehand (a customer message the machine is told about), else the next one; its time comes from the database. */
-export type NewMessage = Omit<Row<ConversationMessage>, 'id' | 'created_at' | 'delivery_error'> & { id: string | null };
+export type NewMessage = Omit<Row<ConversationMessage>, 'id' | 'created_at' | 'delivery_error' | 'delivery_status' | 'delivery_error_code'> & { id: string | null };
 
 /**
  * Inserts the messages of a JSON parameter; a row that conflicts (one reply per answered

@@ -1,5 +1,6 @@
 import { query, type SqlClient } from '../../lib/db.js';
 import type { OutboxItem, OutboxKind } from '../../schema/conversation-entities.js';
+import type { Channel } from '../../schema/envelope.js';
 import type { Row } from '../../schema/rows.js';
 import type { MessageRow } from './messages.js';
 import { Table } from './table.js';
@@ -47,13 +48,23 @@ export interface OutboxSend extends Pick<Row<OutboxItem>, 'id' | 'company_id' | 
   /** The agent handed the conversation over and no person has acted yet (`paused.handedOver`, machines/states.ts): its replies still go out. */
   handed_over: boolean;
   hold_requested_at: Date | null;
-  channel: 'helpdesk' | 'webchat';
+  channel: Channel;
   client_id: string;
   channel_id: string | null;
   transport: string | null;
   integration_id: number;
   api_url: string | null;
   api_token_sealed: string | null;
+  /** WhatsApp: the integration's business phone number id. */
+  phone_number_id: string | null;
+  /** When the platform says the customer's last message was sent (a channel's reply window counts from it). */
+  customer_sent_at: Date | null;
+  /** Parts of the reply whose requests had left (channels without a history: actors/outbox/written-parts.ts). */
+  written_parts: number;
+  /** The channel's id of the message, when one was recorded before (a status report of an uncertain send). */
+  external_id: string | null;
+  /** The channel reported the message's fate (a WhatsApp status naming it): it arrived. */
+  reported: boolean;
   /** A helpdesk_transfer row: the integration's operator group. */
   handoff_group_id: number | null;
   /** A helpdesk_transfer row: the helpdesk's id of the customer message the transfer is keyed to. */
@@ -65,16 +76,28 @@ export interface OutboxSend extends Pick<Row<OutboxItem>, 'id' | 'company_id' | 
 }
 
 /**
+ * Whether the channel reported an uncertain send (WhatsApp): its status is on the message, or
+ * the gateway has accepted one naming the row (the acceptance journal, lib/inbound-journal.ts:
+ * written before the gateway's 200, kept until the worker took it), so a report not applied
+ * yet (queued behind the partition's backlog at a takeover) counts too. Looked up for
+ * uncertain WhatsApp rows only.
+ */
+const REPORTED = `case when o.sending_at < now() and c.channel = 'whatsapp' then m.delivery_status is not null or exists (
+    select 1 from inbound_accepted a
+    where a.partition = o.partition and a.integration_id = c.integration_id and a.idempotency_key like 'ws:%'
+      and a.envelope -> 'delivery' ->> 'outboxId' = o.id::text) else false end`;
+
+/**
  * What a send needs, from the outbox row `o`, its conversation `c`, integration `i` and message
  * `m`. `inserted`: rows a step inserts claimed, in the same statement: none can be uncertain,
  * have a later row (the statement sees no row it inserts) or be a transfer (never sent
  * directly), so those three are constants and the statement is planned cheaper.
  */
 const sendColumns = (inserted: boolean) => `o.id::text as id, o.company_id, o.conversation_id, o.message_id::text as message_id, o.kind, o.attempts, o.partition,
-  o.lease_rev::text as lease_rev, o.sending_at, o.reconcile_attempts, ${inserted ? 'false' : '(o.sending_at < now())'} as uncertain, o.last_error,
+  o.lease_rev::text as lease_rev, o.sending_at, o.reconcile_attempts, o.written_parts, o.external_id, ${inserted ? 'false' : '(o.sending_at < now())'} as uncertain, o.last_error,
   ${inserted ? 'false' : "exists (select 1 from outbox l where l.conversation_id = o.conversation_id and l.id > o.id and l.status in ('pending', 'sending'))"} as has_next,
-  c.status as conversation_status, (c.state #> '{paused,handedOver}') is not null as handed_over, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id,
-  i.api_url, i.api_token_sealed, i.handoff_group_id, m.seq, m.role, m.text, m.created_at,
+  ${inserted ? 'false' : REPORTED} as reported, c.status as conversation_status, (c.state #> '{paused,handedOver}') is not null as handed_over, c.hold_requested_at, c.channel, c.client_id, c.channel_id, c.transport, c.integration_id, c.customer_sent_at,
+  i.api_url, i.api_token_sealed, i.handoff_group_id, i.phone_number_id, m.seq, m.role, m.text, m.created_at,
   ${inserted ? 'null::text' : "case when o.kind = 'helpdesk_transfer' then (select r.external_id from conversation_messages r where r.id = m.reply_to_id) end"} as reply_to_external_id`;
 
 /** A send read back as JSON (from a data-modifying CTE): its timestamps as Dates. */
@@ -152,23 +175,28 @@ export interface Finish {
   status: FinalStatus;
   externalId: string | null;
   error: string | null;
+  /** The failure's code (the channel's, or ours: window_closed, delivery_uncertain, not_sent, ...). */
+  errorCode: string | null;
 }
 
 // The outbox row and its message in one statement (a data-modifying CTE always runs); only
 // rows still sending under the finishing sender's epoch change (fencing).
 const FINISH_SQL = `
 with done as (
-  select * from unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[]) as d(outbox_id, lease_rev, status, external_id, error)
+  select * from unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) as d(outbox_id, lease_rev, status, external_id, error, error_code)
 ), outbox_done as (
   update outbox o set status = d.status, external_id = coalesce(d.external_id, o.external_id), last_error = d.error, claimed_until = null, updated_at = now(),
     sent_at = case when d.status = 'sent' then now() else null end
   from done d where o.id = d.outbox_id and o.status = 'sending' and o.lease_rev = d.lease_rev
-  returning o.id, o.message_id, d.status, d.external_id, d.error
+  returning o.id, o.message_id, d.status, d.external_id, d.error, d.error_code
 )
-update conversation_messages m set delivery = d.status, external_id = coalesce(d.external_id, m.external_id), delivery_error = d.error
+update conversation_messages m set delivery = d.status, external_id = coalesce(d.external_id, m.external_id),
+  delivery_error = coalesce(d.error, m.delivery_error), delivery_error_code = coalesce(d.error_code, m.delivery_error_code),
+  -- A channel's report may have come first (a status webhook outran this answer): it is never moved back.
+  delivery_status = case d.status when 'sent' then coalesce(m.delivery_status, 'sent') when 'failed' then 'failed' else m.delivery_status end
 from outbox_done d where m.id = d.message_id
 returning d.id::text as outbox_id, m.id::text as id, m.company_id, m.conversation_id, m.seq, m.role, m.kind, m.text, m.external_id, m.reply_to_id::text as reply_to_id,
-  m.delivery, m.delivery_error, m.sources, m.confidence, m.options, m.author_id, m.agent_version, m.created_at`;
+  m.delivery, m.delivery_error, m.delivery_status, m.delivery_error_code, m.sources, m.confidence, m.options, m.author_id, m.agent_version, m.created_at`;
 
 /** Records final outcomes (of rows still sending under the given epochs); returns each finished row's message, by outbox id. */
 export async function finishSends(c: SqlClient, list: Finish[]): Promise<Map<string, MessageRow>> {
@@ -178,6 +206,7 @@ export async function finishSends(c: SqlClient, list: Finish[]): Promise<Map<str
     list.map((r) => r.status),
     list.map((r) => r.externalId),
     list.map((r) => r.error),
+    list.map((r) => r.errorCode),
   ]);
   return new Map(rows.map((r) => [r.outbox_id, r]));
 }

@@ -5,7 +5,11 @@ import { TELECOM_QUESTIONS } from '../knowledge/telecom.js';
 import { HELD_OUT_UNANSWERABLE } from '../knowledge/trust-held-out.js';
 import { createHmac } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
-import { normaliseHelpdesk } from '../../gateway/webhook/helpdesk-normaliser.js';
+import { normaliseHelpdesk } from '../../lib/channels/helpdesk/webhook.js';
+import { normaliseTelegram } from '../../lib/channels/telegram/webhook.js';
+import type { Normalised } from '../../lib/channels/types.js';
+import { normaliseWhatsApp } from '../../lib/channels/whatsapp/webhook.js';
+import { hubSignature, inboundTextPayload, type WhatsAppAccount } from '../../scripts/sandbox/whatsapp-webhooks.js';
 import type { NatsConnection } from '../../lib/nats.js';
 import { partitionOf, streamNames } from '../../lib/streams.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
@@ -125,9 +129,89 @@ export function closeDialogEnvelope(integration: { id: number; companyId: number
   };
 }
 
+// ---- the direct channels (contract.md § Direct channels) -----------------------------------
+
+/** The channels a webhook of the bench can come through. */
+export type BenchChannel = 'helpdesk' | 'whatsapp' | 'telegram';
+export const BENCH_CHANNELS: readonly BenchChannel[] = ['helpdesk', 'whatsapp', 'telegram'];
+
+/** What makes the bench's wamids unique per run (a random tag of the process). */
+const RUN_TAG = Math.floor(Math.random() * 2 ** 32).toString(36);
+
+/**
+ * A wamid shaped like Meta's (`wamid.` and base64, ~60 characters), unique per run and `n`:
+ * `HBgL` + the sender's number, then the run's tag and the sequence, padded.
+ */
+export function wamidOf(from: string, n: number): string {
+  const tail = Buffer.from(`${RUN_TAG}:${n}`).toString('base64').replace(/=+$/, '');
+  return `wamid.HBgL${from}${tail}`.padEnd(62, 'A');
+}
+
+/** A WhatsApp customer's number for a client number (E.164 digits, as `wa_id` / `from`). */
+export const whatsappFrom = (clientNo: number): string => `4915${String(clientNo % 1e8).padStart(8, '0')}`;
+
+/**
+ * Meta's webhook for one customer text message (`whatsapp_business_account`, one entry, one
+ * change of field "messages", the contact's profile name), about 500 bytes; built by the
+ * sandbox's own builder (scripts/sandbox/whatsapp-webhooks.ts).
+ */
+export function whatsappBody(account: WhatsAppAccount, wamid: string, clientNo: number, text: string): string {
+  const from = whatsappFrom(clientNo);
+  return JSON.stringify(inboundTextPayload(account, { from, name: `Customer ${clientNo}`, text, wamid, timestamp: Math.floor(Date.now() / 1000) }));
+}
+
+/** `X-Hub-Signature-256` of a WhatsApp body (HMAC-SHA256 with the app secret). */
+export const whatsappSignature = (appSecret: string, body: string | Buffer): string => hubSignature(appSecret, body);
+
+/** A Telegram chat id (private chat: the user's id) for a client number. */
+export const telegramChatId = (clientNo: number): number => 700_000_000 + (clientNo % 100_000_000);
+
+/**
+ * A Telegram Update for one private text message, as the Bot API posts it to a webhook
+ * (`update_id`, the message with `from`, `chat`, `date`, `text`), about 300 bytes.
+ */
+export function telegramBody(updateId: number, clientNo: number, text: string, messageId: number): string {
+  const id = telegramChatId(clientNo);
+  return JSON.stringify({
+    update_id: updateId,
+    message: {
+      message_id: messageId,
+      from: { id, is_bot: false, first_name: 'Customer', last_name: String(clientNo), language_code: 'en' },
+      chat: { id, first_name: 'Customer', last_name: String(clientNo), type: 'private' },
+      date: Math.floor(Date.now() / 1000),
+      text,
+    },
+  });
+}
+
+/** Telegram's webhook proof: the integration's secret in this header (no signature). */
+export const TELEGRAM_SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+const NORMALISERS: Record<Exclude<BenchChannel, 'helpdesk'>, (payload: unknown, raw: Uint8Array, receivedAt: string) => Normalised> = {
+  whatsapp: normaliseWhatsApp,
+  telegram: normaliseTelegram,
+};
+
+/**
+ * The envelope the gateway publishes for a webhook body of any channel (the channel's own
+ * normaliser, so the worker sees exactly what it would); the body must hold one message.
+ */
+export function channelEnvelopeOf(channel: BenchChannel, integration: { id: number; companyId: number }, body: string): InboundEnvelope {
+  if (channel === 'helpdesk') return envelopeOf(integration, body);
+  const receivedAt = new Date().toISOString();
+  const { items } = NORMALISERS[channel](JSON.parse(body), Buffer.from(body), receivedAt);
+  const item = items[0];
+  if (items.length !== 1 || item?.kind !== 'message') throw new Error(`not one ${channel} message: ${items.length} items`);
+  return {
+    v: 1, kind: 'message', idempotencyKey: item.idempotencyKey, companyId: integration.companyId, integrationId: integration.id,
+    channel, receivedAt, message: item.message,
+  };
+}
+
 function keyOf(env: InboundEnvelope): string {
   if (env.kind === 'message') return env.message.clientId;
   if (env.kind === 'operator') return env.clientId;
+  if (env.kind === 'delivery') return env.delivery.clientId;
   return env.status.clientId ?? `request:${env.status.requestId}`;
 }
 

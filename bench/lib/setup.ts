@@ -181,3 +181,55 @@ export async function createWebchatTenant(gatewayUrl: string): Promise<WebchatTe
   const integ = expect(await api<{ integration: { id: number } }>(gatewayUrl, 'POST', '/api/integrations', { type: 'webchat', name: 'Site chat', agentId: ag.agent.id }, token), 201, 'integration');
   return { companyId: reg.company.id, integrationId: integ.integration.id };
 }
+
+/** A WhatsApp or Telegram integration of a tenant (contract.md § Direct channels), with what its webhooks need. */
+export interface ChannelIntegration {
+  channel: 'whatsapp' | 'telegram';
+  integrationId: number;
+  companyId: number;
+  /** WhatsApp: the Meta app secret (it signs X-Hub-Signature-256); Telegram: the secret_token of X-Telegram-Bot-Api-Secret-Token. */
+  secret: string;
+  /** WhatsApp: the business number the webhooks speak for. */
+  account: { wabaId: string; phoneNumberId: string; displayPhoneNumber: string } | null;
+}
+
+/**
+ * Adds a WhatsApp integration (its `accessToken` the sandbox's, `phoneNumberId` the sandbox
+ * account's, an app secret of the bench's) or a Telegram one (`botToken` one the Telegram
+ * sandbox knows: the create calls setWebhook at the gateway's TELEGRAM_API_URL, which must be
+ * that sandbox) to a tenant's company, for its agent, through the API.
+ */
+export async function createChannelIntegration(
+  gatewayUrl: string,
+  tenant: Tenant,
+  channel: 'whatsapp' | 'telegram',
+  sandbox: { whatsapp?: { token: string; account: { wabaId: string; phoneNumberId: string; displayPhoneNumber: string } }; botToken?: string },
+): Promise<ChannelIntegration> {
+  if (channel === 'whatsapp') {
+    const wa = sandbox.whatsapp;
+    if (!wa) throw new Error('createChannelIntegration: a WhatsApp sandbox is needed');
+    const appSecret = `bench-app-${randomBytes(16).toString('hex')}`;
+    const res = expect(
+      await api<{ integration: { id: number } }>(
+        gatewayUrl, 'POST', '/api/integrations',
+        { type: 'whatsapp', name: 'WhatsApp', agentId: tenant.agentId, phoneNumberId: wa.account.phoneNumberId, accessToken: wa.token, appSecret },
+        tenant.token,
+      ),
+      201,
+      'whatsapp integration',
+    );
+    return { channel, integrationId: res.integration.id, companyId: tenant.companyId, secret: appSecret, account: wa.account };
+  }
+  if (!sandbox.botToken) throw new Error('createChannelIntegration: a Telegram bot token is needed');
+  const res = expect(
+    await api<{ integration: { id: number; webhookSecret: string; webhookStatus?: string }; webhookError: unknown }>(
+      gatewayUrl, 'POST', '/api/integrations',
+      { type: 'telegram', name: 'Telegram', agentId: tenant.agentId, botToken: sandbox.botToken },
+      tenant.token,
+    ),
+    201,
+    'telegram integration',
+  );
+  if (res.webhookError) throw new Error(`telegram integration: setWebhook failed: ${JSON.stringify(res.webhookError)}`);
+  return { channel, integrationId: res.integration.id, companyId: tenant.companyId, secret: res.integration.webhookSecret, account: null };
+}

@@ -1,12 +1,16 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { streamNames } from '../../lib/streams.js';
+import {
+  channelsFromEnv, helpdeskWebhooks, standInSink, startChannelSandboxes, telegramWebhooks, whatsappWebhooks,
+  type ChannelSandboxes, type ChannelWebhooks, type ReplySink,
+} from '../lib/channels.js';
 import { CpuMeter, spawnChild } from '../lib/children.js';
 import { CHILD_BASE_ENV, newScenario, PG_BASE, pgClient, RUN_ID, type Scenario } from '../lib/env.js';
 import { startPgCounter, type PgCounter } from '../lib/pg-counter.js';
-import { envelopeOf, inboxBody, publishEnvelopes, QUESTIONS, signBody, variedQuestions } from '../lib/payloads.js';
+import { channelEnvelopeOf, publishEnvelopes, QUESTIONS, variedQuestions, type BenchChannel } from '../lib/payloads.js';
 import { collectProfile, nowUs } from '../lib/profiles.js';
 import { note, progress } from '../lib/progress.js';
-import { createTenant, httpRequest, startGatewayChild, startWorkerChild, type Tenant, type WorkerChild } from '../lib/setup.js';
+import { createChannelIntegration, createTenant, httpRequest, startGatewayChild, startWorkerChild, type Tenant, type WorkerChild } from '../lib/setup.js';
 import { fmt, median, mib, round, steadyRate } from '../lib/stats.js';
 import type { BenchContext, Row, SectionResult } from './types.js';
 
@@ -17,8 +21,16 @@ import type { BenchContext, Row, SectionResult } from './types.js';
  * more children) with the built-in agent and the knowledge base, and the clock runs until
  * every reply reached the Chat2Desk stand-in. Conversation c receives messages c, c+M, ...;
  * one conversation's messages are answered one after the other (the engine serialises them).
+ *
+ * Per channel (contract.md § Direct channels): the same drain with the backlog as WhatsApp
+ * Cloud API or Telegram messages of an integration of that channel (the gateway's own
+ * normalisers build the envelopes), replied through the WhatsApp / Telegram sandboxes
+ * (scripts/sandbox/) answering at once, as the Chat2Desk stand-in does here.
+ * BENCH_DRAIN_CHANNELS=helpdesk,whatsapp,telegram chooses them (default all).
  */
 export interface DrainResult {
+  /** The channel of the backlog and of the replies. */
+  channel: BenchChannel;
   workers: number;
   messages: number;
   conversations: number;
@@ -83,27 +95,38 @@ export async function drainOnce(
   messages: number,
   conversations: number,
   beforeDispose?: (s: Scenario) => Promise<void>,
+  channel: BenchChannel = 'helpdesk',
 ): Promise<DrainResult> {
   const { args, standIn } = ctx;
   const s = newScenario(label);
-  note(label, `setting up (database ${s.databaseName})`);
-  const gateway = await startGatewayChild(s, `${label}-gateway`, { partitions: args.partitions, profile: false, nodeFlags: args.childFlags });
+  note(label, `setting up (database ${s.databaseName})${channel === 'helpdesk' ? '' : `, ${channel} backlog replied through its sandbox`}`);
+  // WhatsApp / Telegram: the roles reply through (and the Telegram create registers its webhook at) the sandboxes.
+  const sandboxes: ChannelSandboxes | null = channel === 'helpdesk' ? null : await startChannelSandboxes();
+  const replies: ReplySink = channel === 'helpdesk' ? standInSink(standIn) : sandboxes!.sinks[channel];
+  const env = sandboxes?.env;
+  const gateway = await startGatewayChild(s, `${label}-gateway`, { partitions: args.partitions, profile: false, nodeFlags: args.childFlags, env });
   const tenant: Tenant = await createTenant(gateway.url, standIn);
-  const integration = { id: tenant.integrationId, companyId: tenant.companyId };
+  let hooks: ChannelWebhooks = helpdeskWebhooks(tenant.integrationId, tenant.webhookSecret, `${RUN_ID}-${label}`);
+  if (channel !== 'helpdesk') {
+    const ci = await createChannelIntegration(gateway.url, tenant, channel, { whatsapp: sandboxes!.whatsapp, botToken: sandboxes!.botToken });
+    hooks = channel === 'whatsapp' ? whatsappWebhooks(ci.integrationId, ci.secret, ci.account!) : telegramWebhooks(ci.integrationId, ci.secret);
+  }
+  const integration = { id: hooks.integrationId, companyId: tenant.companyId };
   const questions = args.drainQuestions === 'varied' ? variedQuestions() : QUESTIONS;
-  const bodyOf = (i: number) => inboxBody(`${RUN_ID}-${label}-${i}`, `d${i % conversations}`, questions[(Math.floor(i / conversations) + i) % questions.length]!, i);
+  const question = (i: number) => questions[(Math.floor(i / conversations) + i) % questions.length]!;
+  const bodyOf = (i: number) => hooks.body(i, channel === 'helpdesk' ? `d${i % conversations}` : i % conversations, question(i));
 
   const q0 = performance.now();
   if (args.drainVia === 'direct') {
-    await publishEnvelopes(ctx.nc, s.natsPrefix, args.partitions, messages, (i) => envelopeOf(integration, bodyOf(i)), (n) => progress(label, `queued ${fmt(n)}/${fmt(messages)}`));
+    await publishEnvelopes(ctx.nc, s.natsPrefix, args.partitions, messages, (i) => channelEnvelopeOf(channel, integration, bodyOf(i)), (n) => progress(label, `queued ${fmt(n)}/${fmt(messages)}`));
   } else {
     let next = 0;
-    const path = `${gateway.url}/api/webhook/helpdesk/${tenant.integrationId}`;
+    const path = `${gateway.url}${hooks.path}`;
     const lane = async () => {
       while (next < messages) {
         const i = next++;
         const body = bodyOf(i);
-        const res = await httpRequest(path, 'POST', body, { 'content-type': 'application/json', 'x-webhook-signature': signBody(tenant.webhookSecret, body) });
+        const res = await httpRequest(path, 'POST', body, hooks.headers(body));
         if (res.status !== 200) throw new Error(`webhook ${i}: HTTP ${res.status} ${res.body}`);
         if (i % 1000 === 0) progress(label, `queued ${fmt(i)}/${fmt(messages)} through the gateway`);
       }
@@ -117,7 +140,7 @@ export async function drainOnce(
   await gateway.stop();
   note(label, `${fmt(messages)} messages over ${fmt(conversations)} conversations queued in ${queueSeconds.toFixed(1)} s; starting ${workers} worker(s)`);
 
-  standIn.reset();
+  replies.reset();
   let counter: PgCounter | null = null;
   if (args.countQueries) counter = await startPgCounter(PG_BASE);
   await new Promise((r) => setTimeout(r, 1500));
@@ -128,19 +151,19 @@ export async function drainOnce(
   await Promise.all([pgCpu.start(500), natsCpu.start(1000)]);
   const fromUs = nowUs();
   const children: WorkerChild[] = await Promise.all(
-    Array.from({ length: workers }, (_, w) => startWorkerChild(s, `${label}-worker${w + 1}`, { partitions: args.partitions, profile: args.profile, nodeFlags: args.childFlags, databaseUrl: counter?.urlFor(s.databaseName) })),
+    Array.from({ length: workers }, (_, w) => startWorkerChild(s, `${label}-worker${w + 1}`, { partitions: args.partitions, profile: args.profile, nodeFlags: args.childFlags, databaseUrl: counter?.urlFor(s.databaseName), env })),
   );
   // Work starts with the first partition consumer (before "worker started" is logged).
   const t0 = Math.min(...children.map((c) => (c.acquired.length ? c.acquired[0]!.at : c.startedAt)));
   const cpu0 = children.map((c) => c.cpuMs());
-  const complete = await standIn.waitForCount(messages, {
+  const complete = await replies.waitForCount(messages, {
     stallMs: 30_000,
     tick: (n) => {
       const secs = (performance.now() - t0) / 1000;
       progress(label, `${fmt(n)}/${fmt(messages)} replies, ${fmt(n / Math.max(0.001, secs))}/s, worker RSS ${children.map((c) => `${fmt(mib(c.rssBytes()))} MiB`).join(' + ')}`);
     },
   });
-  const arrivals = standIn.arrivals();
+  const arrivals = replies.arrivals();
   const tLast = arrivals.length ? arrivals[arrivals.length - 1]! : performance.now();
   const toUs = nowUs();
   const workerCpu = children.reduce((sum, c, i) => sum + (c.cpuMs() - cpu0[i]!), 0);
@@ -163,25 +186,27 @@ export async function drainOnce(
   const tables1 = await tableStats(s.databaseUrl);
   for (const c of children) await collectProfile(c, { fromUs, toUs }, args.profileTop);
   await beforeDispose?.(s);
+  await sandboxes?.close();
   await s.dispose();
 
-  const replies = arrivals.length;
+  const answered = arrivals.length;
   const seconds = (tLast - t0) / 1000;
   const result: DrainResult = {
+    channel,
     workers,
     messages,
     conversations,
     via: args.drainVia,
-    rate: replies / Math.max(0.001, seconds),
+    rate: answered / Math.max(0.001, seconds),
     steadyRate: steadyRate(arrivals),
     seconds,
     firstReplyMs: arrivals.length ? arrivals[0]! - t0 : NaN,
     queueSeconds,
-    replies,
+    replies: answered,
     complete,
-    workerCpuMsPerMessage: workerCpu / Math.max(1, replies),
-    postgresCpuMsPerMessage: pgMs / Math.max(1, replies),
-    natsCpuMsPerMessage: natsMs / Math.max(1, replies),
+    workerCpuMsPerMessage: workerCpu / Math.max(1, answered),
+    postgresCpuMsPerMessage: pgMs / Math.max(1, answered),
+    natsCpuMsPerMessage: natsMs / Math.max(1, answered),
     workerPeakRssMiB: peaks.map((p) => round(p)),
     leases: children.map((c) => ({
       worker: c.label,
@@ -218,10 +243,10 @@ export async function drainOnce(
   };
   note(
     label,
-    `${complete ? 'all' : 'ONLY'} ${fmt(replies)} replies in ${seconds.toFixed(1)} s: ${fmt(result.rate)}/s (steady ${fmt(result.steadyRate)}/s); ` +
+    `${complete ? 'all' : 'ONLY'} ${fmt(answered)} replies in ${seconds.toFixed(1)} s: ${fmt(result.rate)}/s (steady ${fmt(result.steadyRate)}/s); ` +
       `CPU ms per message: worker ${result.workerCpuMsPerMessage.toFixed(2)}, PostgreSQL ${result.postgresCpuMsPerMessage.toFixed(2)}, NATS ${result.natsCpuMsPerMessage.toFixed(2)}`,
   );
-  if (!complete) note(label, `WARNING: stalled for 30 s at ${replies}/${messages}; outcomes ${JSON.stringify(outcomes)}`);
+  if (!complete) note(label, `WARNING: stalled for 30 s at ${answered}/${messages}; outcomes ${JSON.stringify(outcomes)}`);
   if ((outcomes['conversations paused'] ?? 0) > 0) note(label, `WARNING: ${outcomes['conversations paused']} conversations were handed off (a question the knowledge base did not answer)`);
   return result;
 }
@@ -266,9 +291,23 @@ export async function runDrain(ctx: BenchContext): Promise<SectionResult> {
   const { args } = ctx;
   const runs: DrainResult[] = [];
   let sql: SqlPhase[] | null = null;
+  const channels = channelsFromEnv('BENCH_DRAIN_CHANNELS').filter((c): c is Exclude<BenchChannel, 'helpdesk'> => c !== 'helpdesk');
+  const channelRuns: Record<string, DrainResult[]> = Object.fromEntries(channels.map((c) => [c, []]));
+  const channelErrors: Record<string, string> = {};
   for (let r = 0; r < args.drainRuns; r++) {
     const probe = args.experiments && r === 0 ? async (s: Scenario) => void (sql = await sqlProbe(s)) : undefined;
     runs.push(await drainOnce(ctx, args.drainRuns > 1 ? `drain${r + 1}` : 'drain', 1, args.drainMessages, args.drainConversations, probe));
+    // Each channel's drain right after the helpdesk's of the same round (same sizes, same worker settings).
+    for (const c of channels) {
+      if (channelErrors[c]) continue;
+      try {
+        channelRuns[c]!.push(await drainOnce(ctx, `drain-${c}${args.drainRuns > 1 ? r + 1 : ''}`, 1, args.drainMessages, args.drainConversations, undefined, c));
+      } catch (err) {
+        // A checkout without the channel (--baseline) or a broken channel: the helpdesk's figures stand.
+        channelErrors[c] = (err as Error).message.split('\n')[0]!.slice(0, 200);
+        note('drain', `${c}: FAILED: ${(err as Error).stack ?? String(err)}`);
+      }
+    }
   }
   const rate = median(runs.map((r) => r.rate));
   const steady = median(runs.map((r) => r.steadyRate));
@@ -289,10 +328,42 @@ export async function runDrain(ctx: BenchContext): Promise<SectionResult> {
   const busiest = Object.entries(r0.tables).slice(0, 2);
   if (busiest.length) rows.push({ section: 'drain', metric: 'PostgreSQL rows read per message (busiest tables, index + seq)', value: busiest.map(([t, v]) => `${t} ${fmt(v.idxRowsFetched! + v.seqRowsRead!)}`).join(', ') });
   if (r0.statements) rows.push({ section: 'drain', metric: 'SQL statements per message (BEGIN/COMMIT + parameterised)', value: `${fmt(r0.statements.statements, 1)} (${fmt(r0.statements.simple, 1)} + ${fmt(r0.statements.execute, 1)})` });
+  const perChannel: Record<string, unknown> = {};
+  if (channels.length) {
+    const figures = channels.map((c) => ({ c, list: channelRuns[c]! }));
+    rows.push({
+      section: 'drain',
+      metric: `answered msg/s per channel, 1 worker: helpdesk / ${channels.join(' / ')} (replies at once)`,
+      value: [fmt(rate), ...figures.map(({ c, list }) => (list.length ? fmt(median(list.map((x) => x.rate))) : channelErrors[c] ? 'FAILED' : '–'))].join(' / '),
+    });
+    for (const { c, list } of figures) {
+      if (!list.length) {
+        perChannel[c] = { error: channelErrors[c] ?? 'not run' };
+        rows.push({ section: 'drain', metric: `${c}: FAILED`, value: (channelErrors[c] ?? 'not run').slice(0, 80), ok: false });
+        continue;
+      }
+      // Ratio per round (each channel's drain right after the helpdesk's), then the median.
+      const ratios = list.map((x, i) => x.rate / runs[i]!.rate);
+      const cRate = median(list.map((x) => x.rate));
+      const cSteady = median(list.map((x) => x.steadyRate));
+      const mid = list[Math.floor(list.length / 2)]!;
+      const complete = list.every((x) => x.complete);
+      perChannel[c] = {
+        runs: list, rate: round(cRate), steadyRate: round(cSteady), ratioToHelpdesk: round(median(ratios), 3), ratiosToHelpdesk: ratios.map((x) => round(x, 3)),
+        workerCpuMsPerMessage: mid.workerCpuMsPerMessage, postgresCpuMsPerMessage: mid.postgresCpuMsPerMessage, complete, ...(channelErrors[c] ? { error: channelErrors[c] } : {}),
+      };
+      rows.push({
+        section: 'drain',
+        metric: `${c}: msg/s (steady); ratio to helpdesk; CPU ms per message worker / PostgreSQL`,
+        value: `${complete ? '' : 'INCOMPLETE '}${fmt(cRate)} (${fmt(cSteady)}); ${fmt(median(ratios), 2)}×; ${mid.workerCpuMsPerMessage.toFixed(2)} / ${mid.postgresCpuMsPerMessage.toFixed(2)}`,
+        ...(complete ? {} : { ok: false }),
+      });
+    }
+  }
   for (const p of (sql ?? []) as SqlPhase[]) {
     rows.push({ section: 'drain', metric: `experiment SQL ${p.name}: wall / client CPU / PostgreSQL CPU per statement`, value: `${fmt(p.wallUsPerStatement)} / ${fmt(p.clientCpuUsPerStatement)} / ${fmt(p.postgresCpuUsPerStatement)} µs` });
   }
-  return { rows, data: { runs, rate: round(rate), steadyRate: round(steady), workerCpuMsPerMessage: r0.workerCpuMsPerMessage, sqlProbe: sql } };
+  return { rows, data: { runs, rate: round(rate), steadyRate: round(steady), workerCpuMsPerMessage: r0.workerCpuMsPerMessage, sqlProbe: sql, channels: perChannel } };
 }
 
 export async function runScaleOut(ctx: BenchContext): Promise<SectionResult> {

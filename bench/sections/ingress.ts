@@ -4,11 +4,12 @@ import autocannon, { type Result } from 'autocannon';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { streamNames } from '../../lib/streams.js';
 import { CpuMeter, spawnChild, type Child } from '../lib/children.js';
+import { channelsFromEnv, startChannelSandboxes, telegramWebhooks, whatsappWebhooks, type ChannelSandboxes, type ChannelWebhooks } from '../lib/channels.js';
 import { CHILD_BASE_ENV, NATS_URL, newScenario, RUN_ID } from '../lib/env.js';
 import { inboxBody, QUESTIONS, signBody } from '../lib/payloads.js';
 import { collectProfile, nowUs, type Window } from '../lib/profiles.js';
 import { note, progress } from '../lib/progress.js';
-import { createTenant, profileDirOf, startGatewayChild } from '../lib/setup.js';
+import { createChannelIntegration, createTenant, profileDirOf, startGatewayChild } from '../lib/setup.js';
 import { fmt, median, round } from '../lib/stats.js';
 import type { BenchContext, Row, SectionResult } from './types.js';
 
@@ -20,8 +21,16 @@ import type { BenchContext, Row, SectionResult } from './types.js';
  * integration's secret. Both are warmed up first; then rounds alternate between them (ABBA
  * order) and the table shows the medians. CPU time per request of each process is read from
  * /proc (steadier than req/s on a shared machine).
+ *
+ * The direct channels (contract.md § Direct channels): the same gateway child also takes
+ * WhatsApp Cloud API webhooks (Meta's body, X-Hub-Signature-256 with the app secret, a unique
+ * wamid each) and Telegram updates (X-Telegram-Bot-Api-Secret-Token, a unique update_id each)
+ * of integrations of the same company, as targets of their own in the same alternating rounds;
+ * each is compared with the helpdesk's webhooks (target "gateway") round by round (the promise:
+ * ≥ 0.9×). BENCH_INGRESS_CHANNELS=helpdesk,whatsapp,telegram chooses them (default all).
  */
-type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces' | 'gateway-traced';
+type ChannelTarget = 'whatsapp' | 'telegram';
+type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces' | 'gateway-traced' | ChannelTarget;
 /** --experiments: both sides with the NATS client's noAsyncTraces (bench/ingress-variant.ts). */
 const EXPERIMENTS = ['gateway-notraces', 'floor-notraces'] as const;
 /** --tracing: the gateway exporting OpenTelemetry spans (every webhook traced) to a collector stand-in answering 200. */
@@ -40,6 +49,10 @@ interface Round {
   cpuPer1k: number;
   /** CPU ms of nats-server per 1,000 requests (the whole server: other users of it count too). */
   natsCpuPer1k: number;
+  /** CPU ms of the bench process (autocannon, building and signing the bodies) per 1,000 requests: it shares the cores. */
+  benchCpuPer1k: number;
+  /** CPU ms of the PostgreSQL backends of the gateway's database (the acceptance journal) per 1,000 requests; ~0 for the floor. */
+  pgCpuPer1k: number;
 }
 
 export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
@@ -47,7 +60,10 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
   const s = newScenario('ingress');
   const floorScenario = newScenario('ingfloor');
   note('ingress', `starting the gateway (database ${s.databaseName}) and the floor`);
-  const gateway = await startGatewayChild(s, 'ingress-gateway', { partitions: args.partitions, profile: args.profile, nodeFlags: args.childFlags });
+  const channels = channelsFromEnv('BENCH_INGRESS_CHANNELS').filter((c): c is ChannelTarget => c !== 'helpdesk');
+  // The Telegram integration's create calls setWebhook at TELEGRAM_API_URL: the sandbox.
+  const sandboxes: ChannelSandboxes | null = channels.length ? await startChannelSandboxes() : null;
+  const gateway = await startGatewayChild(s, 'ingress-gateway', { partitions: args.partitions, profile: args.profile, nodeFlags: args.childFlags, env: sandboxes?.env });
   const tenant = await createTenant(gateway.url, ctx.standIn);
   const floor: Child = await spawnChild({
     file: 'bench/floor-server.ts',
@@ -68,10 +84,25 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     return { ...req, method: 'POST', path, body, headers: { 'content-type': 'application/json', 'x-webhook-signature': signBody(secret, body) } };
   };
 
-  const targets: Partial<Record<Target, { url: string; child: Child; stream: string }>> = {
+  type RequestParts = { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer };
+  type SetupRequest = (req: RequestParts) => RequestParts;
+  const targets: Partial<Record<Target, { url: string; child: Child; stream: string; setupRequest?: SetupRequest }>> = {
     gateway: { url: gateway.url, child: gateway, stream: streams.gateway },
     floor: { url: floorUrl, child: floor, stream: streams.floor },
   };
+  // The direct channels: integrations of the same company (same agent) on the same gateway.
+  for (const channel of channels) {
+    const ci = await createChannelIntegration(gateway.url, tenant, channel, { whatsapp: sandboxes!.whatsapp, botToken: sandboxes!.botToken });
+    const hooks: ChannelWebhooks = channel === 'whatsapp' ? whatsappWebhooks(ci.integrationId, ci.secret, ci.account!) : telegramWebhooks(ci.integrationId, ci.secret);
+    let n = 0;
+    const channelRequest: SetupRequest = (req) => {
+      const i = n++;
+      const body = hooks.body(i, 100_000 + (i % 1000), QUESTIONS[i % QUESTIONS.length]!);
+      return { ...req, method: 'POST', path: hooks.path, body, headers: hooks.headers(body) };
+    };
+    targets[channel] = { url: gateway.url, child: gateway, stream: streams.gateway, setupRequest: channelRequest };
+    note('ingress', `${channel} integration ${ci.integrationId} on the same gateway`);
+  }
   if (args.experiments) {
     for (const variant of EXPERIMENTS) {
       const isFloor = variant.startsWith('floor');
@@ -102,12 +133,14 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
   }
   const names = Object.keys(targets) as Target[];
   const natsCpu = CpuMeter.named('nats-server');
+  const pgCpu = CpuMeter.postgres(s.databaseName);
 
-  async function load(target: Target, seconds: number, label: string): Promise<{ result: Result; cpuMs: number; natsMs: number }> {
+  async function load(target: Target, seconds: number, label: string): Promise<{ result: Result; cpuMs: number; natsMs: number; benchMs: number; pgMs: number }> {
     const { url, child } = targets[target]!;
     const cpu0 = child.cpuMs();
-    await natsCpu.start(1000);
-    const inst = autocannon({ url, connections: args.connections, duration: seconds, timeout: 10, requests: [{ setupRequest }] });
+    const bench0 = process.cpuUsage();
+    await Promise.all([natsCpu.start(1000), pgCpu.start(1000)]);
+    const inst = autocannon({ url, connections: args.connections, duration: seconds, timeout: 10, requests: [{ setupRequest: targets[target]!.setupRequest ?? setupRequest }] });
     let ticks = 0;
     let count = 0;
     inst.on('response', () => count++);
@@ -117,7 +150,9 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     });
     const result = await inst;
     const natsMs = await natsCpu.stop();
-    return { result, cpuMs: child.cpuMs() - cpu0, natsMs };
+    const pgMs = await pgCpu.stop();
+    const bench = process.cpuUsage(bench0);
+    return { result, cpuMs: child.cpuMs() - cpu0, natsMs, benchMs: (bench.user + bench.system) / 1000, pgMs };
   }
 
   for (const target of names) {
@@ -133,7 +168,7 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     for (const target of order) {
       // Same starting point for every target: an empty stream.
       await jsm.streams.purge(targets[target]!.stream);
-      const { result, cpuMs, natsMs } = await load(target, args.duration, `round ${r + 1}/${args.rounds} ${target}`);
+      const { result, cpuMs, natsMs, benchMs, pgMs } = await load(target, args.duration, `round ${r + 1}/${args.rounds} ${target}`);
       const ok = result['2xx'];
       const stored = (await jsm.streams.info(targets[target]!.stream)).state.messages;
       const row: Round = {
@@ -147,6 +182,8 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
         errors: result.errors,
         cpuPer1k: (cpuMs / Math.max(1, ok)) * 1000,
         natsCpuPer1k: (natsMs / Math.max(1, ok)) * 1000,
+        benchCpuPer1k: (benchMs / Math.max(1, ok)) * 1000,
+        pgCpuPer1k: (pgMs / Math.max(1, ok)) * 1000,
       };
       rounds.push(row);
       note('ingress', `round ${r + 1} ${target}: ${fmt(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${fmt(row.cpuPer1k)} CPU ms / 1k req${row.non2xx || row.errors ? `, ${row.non2xx} non-2xx, ${row.errors} errors` : ''}; ${fmt(stored)} messages stored`);
@@ -156,10 +193,12 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
   window.toUs = nowUs();
 
   const profiles: Record<string, unknown> = {};
-  for (const t of names) {
+  // The channels' targets share the gateway child: its profile is the helpdesk target's.
+  for (const t of names.filter((n) => !(channels as Target[]).includes(n))) {
     await targets[t]!.child.stop();
     profiles[t] = (await collectProfile(targets[t]!.child, window, args.profileTop)) ?? undefined;
   }
+  await sandboxes?.close();
   await s.dispose();
   await floorScenario.dispose();
   if (collector) note('ingress', `the collector stand-in received ${collector.posts} OTLP exports`);
@@ -202,6 +241,32 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     const what = v === TRACED ? 'tracing on' : `experiment "${v}"`;
     rows.push({ section: 'ingress', metric: `${what}: req/s, ratio to ${base}, CPU ms / 1k req`, value: `${fmt(med(v, 'rps'))}, ${fmt(median(vr), 2)}, ${fmt(med(v, 'cpuPer1k'))}` });
   }
+  // The direct channels against the helpdesk's webhooks of the same gateway, round by round.
+  const perChannel: Record<string, unknown> = {};
+  for (const c of channels) {
+    const cr: number[] = [];
+    for (let r = 1; r <= args.rounds; r++) {
+      const a = rounds.find((x) => x.round === r && x.target === c);
+      const h = rounds.find((x) => x.round === r && x.target === 'gateway');
+      if (a && h && h.rps > 0) cr.push(a.rps / h.rps);
+    }
+    const cRatio = median(cr);
+    const cpuRatio = med(c, 'cpuPer1k') / g.cpu;
+    perChannel[c] = {
+      rps: round(med(c, 'rps')), p50: med(c, 'p50'), p99: med(c, 'p99'), cpuMsPer1k: round(med(c, 'cpuPer1k'), 1), natsCpuMsPer1k: round(med(c, 'natsCpuPer1k'), 1),
+      benchCpuMsPer1k: round(med(c, 'benchCpuPer1k'), 1), postgresCpuMsPer1k: round(med(c, 'pgCpuPer1k'), 1),
+      helpdesk: { cpuMsPer1k: round(g.cpu, 1), benchCpuMsPer1k: round(med('gateway', 'benchCpuPer1k'), 1), postgresCpuMsPer1k: round(med('gateway', 'pgCpuPer1k'), 1) },
+      ratioToHelpdesk: round(cRatio, 3), ratiosToHelpdesk: cr.map((x) => round(x, 3)), cpuRatioToHelpdesk: round(cpuRatio, 3),
+    };
+    rows.push(
+      {
+        section: 'ingress',
+        metric: `${c} req/s; p50 / p99 (ms); CPU ms per 1k: gateway / PostgreSQL / load generator (helpdesk: ${fmt(g.cpu)} / ${fmt(med('gateway', 'pgCpuPer1k'))} / ${fmt(med('gateway', 'benchCpuPer1k'))})`,
+        value: `${fmt(med(c, 'rps'))}; ${fmt(med(c, 'p50'))} / ${fmt(med(c, 'p99'))}; ${fmt(med(c, 'cpuPer1k'))} / ${fmt(med(c, 'pgCpuPer1k'))} / ${fmt(med(c, 'benchCpuPer1k'))}`,
+      },
+      { section: 'ingress', metric: `ratio ${c} / helpdesk req/s (median of rounds; CPU per 1k ${fmt(cpuRatio, 2)}×)`, value: fmt(cRatio, 2), target: '≥ 0.9', ok: cRatio >= 0.9 },
+    );
+  }
   if (errors) rows.push({ section: 'ingress', metric: 'non-2xx + errors (all rounds)', value: fmt(errors) });
   return {
     rows,
@@ -214,6 +279,7 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
       floor: { rps: round(f.rps), p50: f.p50, p99: f.p99, cpuMsPer1k: round(f.cpu, 1), natsCpuMsPer1k: round(f.nats, 1) },
       ratio: round(ratio, 3),
       ratios: ratios.map((r) => round(r, 3)),
+      channels: perChannel,
       variants,
       profiles,
     },

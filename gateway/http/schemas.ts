@@ -69,7 +69,7 @@ export const CONVERSATION = object(
   {
     id: ID,
     integrationId: ID,
-    channel: { type: 'string', enum: ['helpdesk', 'webchat'] },
+    channel: { type: 'string', enum: ['helpdesk', 'webchat', 'whatsapp', 'telegram'] },
     transport: { ...nullable(STRING), description: 'The messenger behind a helpdesk conversation (`telegram`, `whatsapp`, … as Chat2Desk names it); null for webchat or when unknown.' },
     clientId: { type: 'string', description: 'The helpdesk client_id, or the webchat visitor id.' },
     status: { type: 'string', enum: ['active', 'paused', 'closed'] },

@@ -129,7 +129,8 @@ export const MESSAGE = object(
     externalId: { ...nullable(STRING), description: "The platform's id of the message." },
     replyToId: nullable(BIG_ID),
     delivery: { ...nullable({ type: 'string', enum: ['pending', 'sent', 'failed', 'cancelled'] }), description: 'Outbound messages only.' },
-    deliveryError: { ...nullable(STRING), description: 'Why a reply was not delivered.' },
+    deliveryStatus: { ...nullable({ type: 'string', enum: ['sent', 'delivered', 'read', 'failed'] }), description: 'How far a sent message got, as its channel reports it (WhatsApp statuses never move back: a late `delivered` after `read` is ignored); null for messages not sent.' },
+    deliveryError: { ...nullable(object({ code: STRING, message: STRING })), description: "Why a message was not delivered: the channel's error code (`131047`, `403`, ...) or ours (`window_closed`, `delivery_uncertain`, `not_sent`, `send_failed`) and a sentence for the operator." },
     sources: { ...nullable(arrayOf(SOURCE)), description: "An agent reply's knowledge sources; null for other messages." },
     confidence: { ...nullable({ type: 'number', minimum: 0, maximum: 1 }), description: 'An agent reply grounded in the knowledge: how sure the agent was that its sources answer the question (0–1); null for other messages.' },
     options: { ...nullable(arrayOf(CLARIFY_OPTION)), description: "A `clarify` reply's numbered options (\"Do you mean: 1. Returns 2. Exchanges?\"), in the order offered: the customer's next message may pick one; null for other messages." },
@@ -152,8 +153,8 @@ export const TRANSITION = object(
   },
   { title: 'Transition' },
 );
-export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, options: null, authorId: null, author: null, agentVersion: 3, createdAt: EXAMPLE_TIME };
-export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryError: null, sources: null, confidence: null, options: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, agentVersion: null, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_MESSAGE = { id: 2, seq: 2, role: 'agent', kind: 'reply', text: 'We open at nine.', externalId: '556', replyToId: 1, delivery: 'sent', deliveryStatus: 'read', deliveryError: null, sources: [{ documentId: 7, chunkId: 31, title: 'Opening hours' }], confidence: 0.82, options: null, authorId: null, author: null, agentVersion: 3, createdAt: EXAMPLE_TIME };
+export const EXAMPLE_NOTE = { id: 3, seq: 3, role: 'operator', kind: 'note', text: 'Called her back: the parcel is at the depot.', externalId: null, replyToId: null, delivery: null, deliveryStatus: null, deliveryError: null, sources: null, confidence: null, options: null, authorId: EXAMPLE_USER_ID, author: EXAMPLE_TEAMMATE, agentVersion: null, createdAt: EXAMPLE_TIME };
 export const EXAMPLE_TRANSITION = { seq: 1, at: EXAMPLE_TIME, event: 'customer.message', payload: { text: 'When are you open?' }, from: null, to: { active: 'answering' }, actions: [] };
 export const ONE_CONVERSATION = { schema: object({ conversation: CONVERSATION }), example: { conversation: EXAMPLE_CONVERSATION } };
 export const ONE_CONVERSATION_ITEM = { schema: object({ conversation: CONVERSATION_ITEM }), example: { conversation: EXAMPLE_CONVERSATION_ITEM } };

@@ -1,26 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
-import { AppError, notFound, type FieldError } from '../../lib/errors.js';
+import { AppError, notFound } from '../../lib/errors.js';
 import { guardForUrl } from '../../lib/address-guard.js';
 import { withinDeadline } from '../../lib/deadline.js';
 import { DEFAULT_HELPDESK_TIMEOUT_MS, HelpdeskClient } from '../../lib/helpdesk-client.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { TenantScope } from '../../lib/tenancy.js';
 import { withinQuota } from '../../lib/quotas.js';
-import { AgentSchema, IntegrationSchema, type Integration, type IntegrationType } from '../../schema/entities.js';
+import { AgentSchema, IntegrationSchema, type Integration } from '../../schema/entities.js';
 import { deleteById } from '../http/delete-by-id.js';
 import { BAD_PAGE, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
-import { EXAMPLE_TIME, nullable, object, STRING, TIMESTAMP, type JsonSchema } from '../http/schemas.js';
-import { idParam, invalidFields } from '../http/validate.js';
+import { EXAMPLE_TIME, object, TIMESTAMP } from '../http/schemas.js';
+import { idParam } from '../http/validate.js';
 import { registerHelpdeskWebhook, resolveHelpdeskUrl, upstreamText, WebhookRegistrationError } from '../integrations/helpdesk-account.js';
+import { registerTelegramWebhook, telegramFailureText } from '../integrations/telegram-account.js';
+import { TelegramApiError } from '../../lib/channels/telegram/bot-api.js';
 import type { AgentChanges } from '../lib/agent-changes.js';
 import { activityOf, readWebhookActivity } from '../webhook/activity.js';
 import type { IntegrationCache } from '../webhook/integration-cache.js';
 import {
   BAD_INTEGRATION,
+  checkFieldsFitType,
   createBody,
+  CREATED,
   EXAMPLE_INTEGRATION,
   INTEGRATION,
   INTEGRATION_ID,
@@ -29,45 +33,14 @@ import {
   ONE_INTEGRATION,
   ONE_WITH_SECRET,
   patchBody,
+  NOT_REGISTERED_HERE,
+  PATCHED,
   PROBE_FAILED,
-  type IntegrationInput,
+  type WebhookError,
 } from './integration-schemas.js';
 
-/** Why a new integration's webhook is not registered: as the register route's error would say it. */
-interface WebhookError {
-  code: 'UPSTREAM_ERROR';
-  message: string;
-}
-
-/**
- * The create answer: the integration with its secret (the record GET shows, and the secret),
- * and beside it `webhookError`: null when the webhook was registered or there was nothing to
- * register, else why not.
- */
-const CREATED = {
-  schema: object({
-    integration: (ONE_WITH_SECRET.schema.properties as Record<string, JsonSchema>).integration!,
-    webhookError: {
-      ...nullable(object({ code: { type: 'string', enum: ['UPSTREAM_ERROR'] }, message: STRING })),
-      description: 'Why the webhook was not registered at creation (the helpdesk refused, was down or slow); null when it was, or when there was nothing to register (no apiToken, a webchat integration).',
-    },
-  }),
-  example: { integration: { ...ONE_WITH_SECRET.example.integration, webhookStatus: 'ok', webhookRegisteredAt: EXAMPLE_TIME }, webhookError: null },
-};
-
-/** 32 random bytes as hex: the shared secret senders key their HMAC with. */
+/** 32 random bytes as hex: the shared secret senders key their HMAC with (64 of [0-9a-f]: a valid Telegram secret_token too). */
 const newWebhookSecret = (): string => randomBytes(32).toString('hex');
-
-const HELPDESK_ONLY = ['apiUrl', 'apiToken', 'region', 'webhookSecret', 'handoffGroupId'] as const;
-const WEBCHAT_ONLY = ['allowedOrigins', 'prechatForm'] as const;
-
-function checkFieldsFitType(type: IntegrationType, body: IntegrationInput): void {
-  const wrong = (type === 'helpdesk' ? WEBCHAT_ONLY : HELPDESK_ONLY).filter((f) => body[f] !== undefined && body[f] !== null);
-  if (wrong.length) {
-    const details: FieldError[] = wrong.map((field) => ({ field, message: `is not used by ${type} integrations` }));
-    throw invalidFields(details);
-  }
-}
 
 async function checkAgent(tenant: TenantScope, agentId: number | undefined): Promise<void> {
   if (agentId === undefined) return;
@@ -131,7 +104,7 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
     });
 
   /** Records a registration the helpdesk confirmed: the badge says OK. */
-  const registered = async (tenant: TenantScope, integration: Integration, remoteId: string): Promise<Date> => {
+  const registered = async (tenant: TenantScope, integration: Integration, remoteId: string | null): Promise<Date> => {
     const at = new Date();
     integration.webhookStatus = 'ok';
     integration.webhookRegisteredAt = at;
@@ -171,8 +144,29 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
     integration.webhookSecretSealed = box.seal(secret);
   };
 
+  /**
+   * Registers a Telegram integration's webhook (`setWebhook` with our URL and `secret`); true
+   * when Telegram confirmed it (recorded: the badge says OK), else why not, in the words of
+   * the register route's 502 (Telegram's refusal, e.g. of a revoked token, turns an OK badge
+   * back to pending; a timeout or a network failure says nothing of the registration there).
+   */
+  const registerTelegram = async (tenant: TenantScope, integration: Integration, token: string, secret: string): Promise<WebhookError | null> => {
+    try {
+      await registerTelegramWebhook(config, token, webhookUrl(integration), secret);
+    } catch (err) {
+      if (integration.webhookStatus === 'ok' && err instanceof TelegramApiError && err.errorCode !== null) {
+        integration.webhookStatus = 'pending';
+        integration.updatedAt = new Date();
+        await tenant.em.flush();
+      }
+      return { code: 'UPSTREAM_ERROR', message: `Telegram did not register the webhook: ${telegramFailureText(err)}.` };
+    }
+    await registered(tenant, integration, null);
+    return null;
+  };
+
   const load = async (tenant: TenantScope, rawId: unknown, withSecret = false): Promise<Integration> => {
-    const populate = withSecret ? (['apiTokenSealed', 'webhookSecretSealed'] as const) : (['apiTokenSealed'] as const);
+    const populate = withSecret ? (['apiTokenSealed', 'webhookSecretSealed', 'verifyToken'] as const) : (['apiTokenSealed', 'verifyToken'] as const);
     const integration = await tenant.em.findOne(IntegrationSchema, { id: idParam(rawId, 'Integration') }, { populate });
     if (!integration) throw notFound('Integration');
     return integration;
@@ -186,25 +180,29 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
       responses: { 200: { description: 'A page of integrations, with how their webhooks fare.', schema: pageOf('integrations', INTEGRATION), example: examplePage('integrations', EXAMPLE_INTEGRATION) } },
       errors: { VALIDATION_ERROR: BAD_PAGE },
       handler: async ({ req, res, query: page }) => {
-        const [rows, total] = await req.tenant!.em.findAndCount(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed'], ...page });
+        const [rows, total] = await req.tenant!.em.findAndCount(IntegrationSchema, {}, { orderBy: { id: 'asc' }, populate: ['apiTokenSealed', 'verifyToken'], ...page });
         res.json({ integrations: await views(req.tenant!, rows), total, ...page });
       },
     }),
     defineRoute({
       method: 'POST', path: '/', operationId: 'createIntegration', tag: 'Integrations', access: 'any',
-      summary: 'Create a helpdesk (Chat2Desk) or webchat integration; its webhook secret is shown in this answer',
-      description: 'With an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one.',
+      summary: 'Create a helpdesk (Chat2Desk), webchat, WhatsApp Cloud API or Telegram integration; its webhook secret is shown in this answer',
+      description:
+        'Helpdesk: with an `apiToken` and no `apiUrl` both helpdesk instances are asked which one knows the token; `region` forces one. ' +
+        'WhatsApp: `phoneNumberId`, `accessToken` and `appSecret` (both write-only; the app secret verifies X-Hub-Signature-256); the answer has a generated `verifyToken` to paste with `webhookUrl` into the Meta App Dashboard, and no `webhookSecret`. ' +
+        'Telegram: `botToken` (write-only); the webhook is registered at once with `setWebhook`.',
       body: { validators: [createBody], example: { type: 'helpdesk', name: 'Chat2Desk', agentId: 1, apiUrl: 'https://api.chat2desk.com', apiToken: 'chat2desk-api-token' } },
-      responses: { 201: { description: 'The new integration with its `webhookSecret`; a helpdesk one with an `apiToken` has its webhook registered (`webhookStatus` `ok`), or is `pending` and `webhookError` says why.', ...CREATED } },
+      responses: { 201: { description: 'The new integration with its `webhookSecret` (not for WhatsApp); a helpdesk one with an `apiToken` and a Telegram one have their webhook registered (`webhookStatus` `ok`), or are `pending` and `webhookError` says why.', ...CREATED } },
       errors: { VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED, QUOTA_EXCEEDED: 'the company has QUOTA_INTEGRATIONS integrations (100 by default)' },
       handler: async ({ req, res, body }) => {
         const tenant = req.tenant!;
-        checkFieldsFitType(body.type, body);
+        checkFieldsFitType(body.type, body, true);
         await checkAgent(tenant, body.agentId);
-        const token = body.apiToken ?? null;
+        const token = body.apiToken ?? body.accessToken ?? body.botToken ?? null;
         const where = body.type === 'helpdesk' ? await resolveHelpdeskUrl(config, body, token, null) : undefined;
         checkTokenWithUrl(where?.apiUrl ?? null, token !== null);
-        const secret = newWebhookSecret();
+        // WhatsApp's deliveries are signed with the Meta app secret: that is the webhook secret.
+        const secret = body.type === 'whatsapp' ? body.appSecret! : newWebhookSecret();
         const at = new Date();
         const integration = tenant.em.create(IntegrationSchema, {
           companyId: tenant.companyId,
@@ -224,14 +222,17 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
           allowedOrigins: normaliseOrigins(body.allowedOrigins ?? []),
           handoffGroupId: body.handoffGroupId ?? null,
           prechatForm: body.prechatForm ?? 'off',
+          phoneNumberId: body.phoneNumberId ?? null,
+          verifyToken: body.type === 'whatsapp' ? newWebhookSecret() : null,
           createdAt: at,
           updatedAt: at,
         } as never);
         const quota = { companyId: tenant.companyId, field: 'integrations', limit: config.quotas.integrations, entity: IntegrationSchema };
         await withinQuota(tenant.em, quota, () => tenant.em.flush());
         await announce(tenant, integration.id);
-        const webhookError = await registerOnCreation(tenant, integration, token);
-        res.status(201).json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret }, webhookError });
+        const webhookError = body.type === 'telegram' ? await registerTelegram(tenant, integration, token!, secret) : await registerOnCreation(tenant, integration, token);
+        const view = await viewOne(tenant, integration);
+        res.status(201).json({ integration: body.type === 'whatsapp' ? view : { ...view, webhookSecret: secret }, webhookError });
       },
     }),
     defineRoute({
@@ -248,10 +249,12 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
     defineRoute({
       method: 'PATCH', path: '/:id', operationId: 'updateIntegration', tag: 'Integrations', access: 'any',
       summary: 'Change an integration (only the fields sent)',
-      description: '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued (write-only; the previous one verifies through the grace period).',
+      description:
+        '`{"active":false}` makes its webhooks answer 403 at once; `webhookSecret` sets the secret the helpdesk issued, `appSecret` the WhatsApp app secret (write-only; the previous one verifies through the grace period). ' +
+        'A new Telegram `botToken` registers the webhook with it (`webhookError` beside the integration says whether that worked).',
       params: [INTEGRATION_ID],
       body: { validators: [patchBody], example: { active: false, handoffGroupId: 7 } },
-      responses: { 200: { description: 'The integration as it is now.', ...ONE_INTEGRATION } },
+      responses: { 200: { description: 'The integration as it is now (with `webhookError` when a Telegram `botToken` was sent).', ...PATCHED } },
       errors: { NOT_FOUND: NO_INTEGRATION, VALIDATION_ERROR: BAD_INTEGRATION, UPSTREAM_ERROR: PROBE_FAILED },
       load: (req) => load(req.tenant!, req.params.id, true),
       handler: async ({ req, res, loaded: integration, body }) => {
@@ -285,6 +288,17 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
           if (body.webhookSecret !== undefined && body.webhookSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.webhookSecret);
           if (body.handoffGroupId !== undefined) integration.handoffGroupId = body.handoffGroupId;
         }
+        if (integration.type === 'whatsapp') {
+          if (body.phoneNumberId !== undefined) integration.phoneNumberId = body.phoneNumberId;
+          if (body.accessToken !== undefined) integration.apiTokenSealed = box.seal(body.accessToken);
+          if (body.appSecret !== undefined && body.appSecret !== box.open(integration.webhookSecretSealed)) replaceSecret(integration, body.appSecret);
+        }
+        if (body.botToken !== undefined) {
+          // Another bot (or the same one again): registered below, until then not.
+          integration.apiTokenSealed = box.seal(body.botToken);
+          integration.webhookStatus = 'pending';
+          integration.webhookRegisteredAt = null;
+        }
         if (body.name !== undefined) integration.name = body.name.trim();
         if (body.agentId !== undefined) integration.agentId = body.agentId;
         if (body.active !== undefined) integration.active = body.active;
@@ -293,7 +307,9 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
         integration.updatedAt = new Date();
         await tenant.em.flush();
         await announce(tenant, integration.id);
-        res.json({ integration: await viewOne(tenant, integration) });
+        // Another bot: its webhook is registered with our URL and the current secret.
+        const webhookError = body.botToken !== undefined ? await registerTelegram(tenant, integration, body.botToken, box.open(integration.webhookSecretSealed)) : undefined;
+        res.json({ integration: await viewOne(tenant, integration), ...(webhookError !== undefined ? { webhookError } : {}) });
       },
     }),
     defineRoute({
@@ -310,17 +326,40 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
     defineRoute({
       method: 'POST', path: '/:id/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'Integrations', access: 'any',
       summary: 'A new webhook secret (shown once); the previous one keeps verifying for SECRET_GRACE_SECONDS',
+      description: 'Telegram: the new secret is registered with `setWebhook` (both verify meanwhile); if Telegram does not take it the answer is 502 and the old secret stays current. WhatsApp: 400 (the app secret is Meta\'s: send `PATCH {appSecret}`).',
       params: [INTEGRATION_ID],
       responses: { 200: { description: 'The integration with its new `webhookSecret`.', ...ONE_WITH_SECRET } },
-      errors: { NOT_FOUND: NO_INTEGRATION },
+      errors: {
+        NOT_FOUND: NO_INTEGRATION,
+        not_supported: 'a WhatsApp integration (its secret is the Meta app secret: PATCH appSecret)',
+        UPSTREAM_ERROR: 'Telegram did not take the new secret (the old one stays current)',
+      },
       load: (req) => load(req.tenant!, req.params.id, true),
       handler: async ({ req, res, loaded: integration }) => {
         const tenant = req.tenant!;
+        if (integration.type === 'whatsapp') {
+          throw new AppError('not_supported', "A WhatsApp integration's webhook secret is the Meta app secret: rotate it in the Meta App Dashboard, then send PATCH {appSecret} with the new one.");
+        }
         const secret = newWebhookSecret();
+        const before = integration.webhookSecretSealed;
+        // Both verify while Telegram switches over (updates it sends meanwhile carry either).
         replaceSecret(integration, secret);
         integration.updatedAt = new Date();
         await tenant.em.flush();
         cache.announce(integration.id);
+        if (integration.type === 'telegram' && integration.apiTokenSealed) {
+          const failed = await registerTelegram(tenant, integration, box.open(integration.apiTokenSealed), secret);
+          if (failed) {
+            // The old secret stays current; the new one verifies through the grace period (a call that timed out may have set it).
+            integration.webhookSecretSealed = before;
+            integration.previousSecretSealed = box.seal(secret);
+            integration.previousSecretExpiresAt = new Date(now() + config.secretGraceSeconds * 1000);
+            integration.updatedAt = new Date();
+            await tenant.em.flush();
+            cache.announce(integration.id);
+            throw new AppError('UPSTREAM_ERROR', `${failed.message} The previous secret stays in use.`);
+          }
+        }
         res.json({ integration: { ...(await viewOne(tenant, integration)), webhookSecret: secret } });
       },
     }),
@@ -337,15 +376,21 @@ export function integrationRoutes({ config, box, cache, changes, sql, now }: Int
       },
       errors: {
         NOT_FOUND: NO_INTEGRATION,
-        not_supported: 'the integration has no apiUrl (or is a webchat one)',
+        not_supported: 'the integration has no apiUrl, is a webchat one, or a WhatsApp one (set in the Meta App Dashboard)',
         VALIDATION_ERROR: 'no helpdesk apiToken is set',
-        UPSTREAM_ERROR: 'the helpdesk refused or could not be reached (the message says which status came back)',
+        UPSTREAM_ERROR: 'the helpdesk or Telegram refused or could not be reached (the message says which status came back)',
       },
-      load: (req) => load(req.tenant!, req.params.id),
+      load: (req) => load(req.tenant!, req.params.id, true),
       handler: async ({ req, res, loaded: integration }) => {
         const tenant = req.tenant!;
+        if (integration.type === 'telegram' && integration.apiTokenSealed) {
+          const failed = await registerTelegram(tenant, integration, box.open(integration.apiTokenSealed), box.open(integration.webhookSecretSealed));
+          if (failed) throw new AppError('UPSTREAM_ERROR', failed.message);
+          res.json({ ok: true, webhookRegisteredAt: integration.webhookRegisteredAt!.toISOString() });
+          return;
+        }
         if (integration.type !== 'helpdesk' || !integration.apiUrl) {
-          throw new AppError('not_supported', integration.type === 'helpdesk' ? undefined : 'Webchat integrations receive messages over a WebSocket; there is no webhook to register.');
+          throw new AppError('not_supported', NOT_REGISTERED_HERE[integration.type]);
         }
         if (!integration.apiTokenSealed) {
           throw new AppError('VALIDATION_ERROR', 'Set the helpdesk apiToken before registering the webhook.', {

@@ -100,7 +100,7 @@ const LEAD = object(
     email: { ...nullable(STRING), description: "The customer's email (same sources as the name)." },
     phone: { ...nullable(STRING), description: "The customer's phone (the team's, else the helpdesk's)." },
     verifiedId: { ...nullable(STRING), description: "The host page's id of the customer, once the widget's `MAS.identify` hash verified; null: not verified." },
-    channel: { ...nullable({ type: 'string', enum: ['helpdesk', 'webchat'] }), description: 'Of its latest session.' },
+    channel: { ...nullable({ type: 'string', enum: ['helpdesk', 'webchat', 'whatsapp', 'telegram'] }), description: 'Of its latest session.' },
     transport: { ...nullable(STRING), description: 'Of its latest session (telegram, whatsapp, …).' },
     conversationCount: COUNT,
     lastConversation: nullable(object({ id: ID, status: nullable({ type: 'string', enum: ['active', 'paused', 'closed'] }) })),

@@ -11,43 +11,44 @@ import { EnvelopeTooLargeError, inboundPublisher, partitionOfEnvelope } from '..
 import { AcceptedJournal } from '../../lib/inbound-journal.js';
 import { streamNames, type StreamNames } from '../../lib/streams.js';
 import { failSpan, SpanKind, startSpan, tracing, withSpan } from '../../lib/tracing.js';
+import { isWebhookChannel, WEBHOOK_CHANNELS } from '../../lib/channels/registry.js';
+import type { InboundItem, WebhookChannel } from '../../lib/channels/types.js';
 import type { InboundEnvelope } from '../../schema/envelope.js';
-import type { IntegrationType } from '../../schema/entities.js';
 import { API_CACHE_CONTROL } from '../http/api-policy.js';
 import { writeError } from '../../lib/error-response.js';
 import { observeOnClose, requestIdOf, requestTraceId, UNMATCHED_ROUTE, type RequestObserver } from '../http/request-observer.js';
-import type { ParamDoc, RouteDoc } from '../http/route-docs.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { object } from '../http/schemas.js';
-import { idParam, idPathParam } from '../http/validate.js';
+import { idParam } from '../http/validate.js';
+import { MAX_JSON_DEPTH, MAX_WEBHOOK_BODY_BYTES, PROBE_PARAMS, WEBHOOK_HARD_CAP_BYTES, WEBHOOK_PARAMS, webhookPostRouteDoc } from './ingress-docs.js';
 import { WebhookActivity, type WebhookActivityOptions } from './activity.js';
-import { HELPDESK_PAYLOAD_VALIDATORS, normaliseHelpdesk, type HelpdeskInbound } from './helpdesk-normaliser.js';
 import { IntegrationCache, type CachedIntegration } from './integration-cache.js';
-import { SIGNATURE_HEADERS, SIGNATURE_RE, signatureRefused, SignatureVerifier, type BodySignature } from './signature.js';
+import { signatureRefused, SignatureVerifier, type BodyProof } from './signature.js';
 
 /**
- * Webhook ingress: `POST /api/webhook/:connectorType/:integrationId`, checked in the
+ * Webhook ingress: `POST /api/webhook/:connectorType/:integrationId`, where the connector type
+ * is a webhook channel (lib/channels/registry.ts: helpdesk, whatsapp, telegram), checked in the
  * contract's order: connector type (404) → integration of that connector (404) → HTTPS when
- * enforced (403) → signature (401) → active (403) → size ≤ 1 MiB (413) → JSON (400) →
- * normalise (400 / ignored) → durable publish to JetStream (lib/inbound.ts: retried through a
- * stream-leader election for up to PUBLISH_TIMEOUT_MS) and, at the same time, a group-committed
- * record of the acceptance in PostgreSQL (lib/inbound-journal.ts: what JetStream loses is
- * published again from it) → 200 `{"ok":true}`, sent only after the JetStream ack (503
- * QUEUE_UNAVAILABLE when NATS cannot take it, so the sender retries). No database read on this
+ * enforced (403) → the channel's proof (401: a body signature or a secret header,
+ * gateway/webhook/signature.ts) → active (403) → size ≤ 1 MiB (413) → JSON (400) → depth (400)
+ * → the channel's normalise (400, or no items) → every item published durably to JetStream as
+ * its own envelope (lib/inbound.ts: retried through a stream-leader election for up to
+ * PUBLISH_TIMEOUT_MS), concurrently, each with, at the same time, a group-committed record of
+ * the acceptance in PostgreSQL (lib/inbound-journal.ts: what JetStream loses is published again
+ * from it) → 200 `{"ok":true}`, sent only after every item's JetStream ack (503
+ * QUEUE_UNAVAILABLE when NATS cannot take one, so the sender retries the whole body: the items
+ * already taken are dropped as duplicates by their idempotency keys). No database read on this
  * path (IntegrationCache), one JSON parse.
  *
  * Mounted before the `/api` JSON parser: it reads the raw bytes itself, hashing them as
  * they arrive, so the signature can be checked before a too-large body is refused.
  */
-export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
-/** Beyond this the body is not even read (its signature cannot be checked either). */
-export const WEBHOOK_HARD_CAP_BYTES = 8 * 1024 * 1024;
+export { MAX_JSON_DEPTH, MAX_WEBHOOK_BODY_BYTES, WEBHOOK_HARD_CAP_BYTES, webhookPostRouteDoc };
 
-/** Connector types that exist; only those with a normaliser take HTTP webhooks (webchat uses a WebSocket). */
-const CONNECTORS: Record<IntegrationType, ((payload: unknown, raw: Uint8Array, receivedAt: string) => HelpdeskInbound) | null> = {
-  helpdesk: normaliseHelpdesk,
-  webchat: null,
-};
+/** A connector type that exists: a webhook channel, or webchat (which takes no webhooks: its widget speaks WebSocket). */
+const isConnector = (type: string): boolean => isWebhookChannel(type) || type === 'webchat';
+/** The channel of an integration's type; undefined for webchat. */
+const channelOf = (type: string): WebhookChannel | undefined => (isWebhookChannel(type) ? WEBHOOK_CHANNELS[type] : undefined);
 
 export interface WebhookIngressDeps {
   config: Config;
@@ -87,8 +88,8 @@ interface ReadBody {
   overHardCap: boolean;
 }
 
-/** Reads the request, feeding every chunk to the signature, keeping at most `limit` bytes. */
-function readSigned(req: IncomingMessage, signature: BodySignature, limit: number, hardCap: number): Promise<ReadBody> {
+/** Reads the request, feeding every chunk to the proof (a body signature hashes it), keeping at most `limit` bytes. */
+function readSigned(req: IncomingMessage, signature: BodyProof, limit: number, hardCap: number): Promise<ReadBody> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -146,8 +147,7 @@ const WEBHOOK_PATH = /^\/api\/webhook\/([^/]+)\/([^/]+)\/?$/;
 /** What idParam takes: anything else names no integration (and is not worth an attribute). */
 const ROW_ID = /^[1-9]\d{0,9}$/;
 const VERIFIED_BODY = '{"ok":true,"verified":true}';
-/** Deepest nesting of arrays / objects a webhook body may have. */
-export const MAX_JSON_DEPTH = 32;
+const PROBE_HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' };
 
 /** True when `value` nests arrays / objects deeper than `max` (iterative: no recursion on hostile input). */
 export function nestedDeeperThan(value: unknown, max: number): boolean {
@@ -184,7 +184,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
 
   /** Resolves the path to an integration of that connector, or throws 404. */
   async function lookup(type: string, rawId: string): Promise<CachedIntegration> {
-    if (!Object.hasOwn(CONNECTORS, type)) throw notFoundConnector();
+    if (!isConnector(type)) throw notFoundConnector();
     let id: number;
     try {
       id = idParam(rawId, 'Integration');
@@ -196,17 +196,22 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     return integration;
   }
 
-  async function publish(integration: CachedIntegration, inbound: Exclude<HelpdeskInbound, { kind: 'ignored' }>, receivedAt: string): Promise<void> {
+  /** One item as its own envelope, in JetStream (its idempotency key is the Nats-Msg-Id) and in the acceptance journal. */
+  async function publish(integration: CachedIntegration, item: InboundItem, receivedAt: string): Promise<void> {
     const base = {
       v: 1 as const,
-      idempotencyKey: inbound.idempotencyKey,
+      idempotencyKey: item.idempotencyKey,
       companyId: integration.companyId,
       integrationId: integration.id,
       channel: integration.type,
       receivedAt,
     };
     const envelope: InboundEnvelope =
-      inbound.kind === 'message' ? { ...base, kind: 'message', message: inbound.message } : { ...base, kind: 'status', status: inbound.status };
+      item.kind === 'message'
+        ? { ...base, kind: 'message', message: item.message }
+        : item.kind === 'status'
+          ? { ...base, kind: 'status', status: item.status }
+          : { ...base, kind: 'delivery', delivery: item.delivery };
     try {
       // Recorded while JetStream takes it; a failed record is logged inside (intake goes on).
       const json = JSON.stringify(envelope);
@@ -223,15 +228,47 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     }
   }
 
+  /**
+   * Every item of a body, concurrently; resolves once all are acked, rejects when one fails
+   * (the sender retries the whole body; the items taken meanwhile dedupe on their keys).
+   */
+  function publishAll(integration: CachedIntegration, items: readonly InboundItem[], receivedAt: string): Promise<unknown> | undefined {
+    // One item (every helpdesk webhook): no array of promises.
+    if (items.length === 1) return publish(integration, items[0]!, receivedAt);
+    if (items.length === 0) return undefined;
+    return Promise.all(items.map((item) => publish(integration, item, receivedAt)));
+  }
+
   const routes = [
     defineRoute({
       method: 'GET', path: '/:connectorType/:integrationId', operationId: 'verifyWebhook', tag: 'Webhooks', access: 'public',
-      summary: 'Endpoint verification for platforms that probe the webhook URL (no signature)',
-      params: WEBHOOK_PARAMS,
-      responses: { 200: { description: 'The integration exists for that connector.', schema: object({ ok: { const: true }, verified: { const: true } }), example: { ok: true, verified: true } } },
+      summary: "Endpoint verification: WhatsApp's subscription probe (hub.challenge), or a plain check that the webhook URL exists (no signature)",
+      description: [
+        'With `hub.mode` on a WhatsApp integration (Meta\'s probe when the webhook is set up: `hub.mode=subscribe&hub.verify_token=<the integration\'s verifyToken>&hub.challenge=<text>`),',
+        'the answer is plain text (`text/plain; charset=utf-8`): `200` with the `hub.challenge` as it was sent when the mode is `subscribe` and the token is the integration\'s verifyToken (compared in constant time),',
+        'else `403` with the text `verification failed` (a wrong or missing token, another mode, no or an over-long challenge).',
+        'Without `hub.mode`, and for the other connectors, the answer is `{"ok":true,"verified":true}` when the integration exists for that connector.',
+      ].join(' '),
+      params: [...WEBHOOK_PARAMS, ...PROBE_PARAMS],
+      responses: {
+        200: {
+          description: 'The integration exists for that connector (JSON); for WhatsApp\'s probe with the right hub.verify_token, the hub.challenge as text/plain instead.',
+          schema: object({ ok: { const: true }, verified: { const: true } }),
+          example: { ok: true, verified: true },
+        },
+      },
       errors: { NOT_FOUND: 'unknown connector type, or no integration of that connector' },
       handler: async ({ req, res }) => {
-        await lookup(req.params.connectorType as string, req.params.integrationId as string);
+        const integration = await lookup(req.params.connectorType as string, req.params.integrationId as string);
+        const probe = channelOf(integration.type)?.probe;
+        if (probe) {
+          const q = req.originalUrl.indexOf('?');
+          const answer = probe(new URLSearchParams(q < 0 ? '' : req.originalUrl.slice(q + 1)), { verifyToken: integration.verifyToken });
+          if (answer) {
+            res.status(answer.status).set(PROBE_HEADERS).send(answer.text);
+            return;
+          }
+        }
         sendJson(res, VERIFIED_BODY);
       },
     }),
@@ -239,8 +276,8 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
 
   async function receive(req: IncomingMessage, res: ServerResponse, type: string, rawId: string): Promise<void> {
     const integration = await lookup(type, rawId);
-    const normalise = CONNECTORS[integration.type];
-    if (!normalise) throw webchatSpeaksWebSocket(integration.id);
+    const channel = channelOf(integration.type);
+    if (!channel) throw webchatSpeaksWebSocket(integration.id);
     if (config.enforceHttps && !deps.isSecure(req)) throw new AppError('HTTPS_REQUIRED');
 
     const declared = Number(req.headers['content-length']);
@@ -248,7 +285,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
       res.setHeader('Connection', 'close');
       throw new AppError('PAYLOAD_TOO_LARGE');
     }
-    const signature = verifier.begin(integration.secrets);
+    const signature = verifier.begin(integration.secrets, channel.proof);
     const { body, overHardCap } = await readSigned(req, signature, MAX_WEBHOOK_BODY_BYTES, WEBHOOK_HARD_CAP_BYTES);
     if (overHardCap) {
       res.setHeader('Connection', 'close');
@@ -258,7 +295,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     // Counted in memory only (gateway/webhook/activity.ts writes them in batches).
     if (!verdict.ok) {
       activity.refused(integration.id, verdict.error, now());
-      throw signatureRefused(verdict.error);
+      throw signatureRefused(verdict.error, channel.proof);
     }
     activity.accepted(integration.id, now());
     if (!integration.active) throw new AppError('INTEGRATION_INACTIVE');
@@ -270,14 +307,14 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     } catch {
       throw new AppError('VALIDATION_ERROR', 'The body is not valid JSON.', { details: [{ field: '(body)', message: 'must be valid JSON' }] });
     }
-    // Helpdesk payloads are shallow; a deeply nested one (e.g. in `attachments`) would overflow the stack when re-serialised.
+    // Webhook payloads are shallow (WhatsApp's nest about 6 levels); a deeply nested one (e.g. in `attachments`) would overflow the stack when re-serialised.
     if (nestedDeeperThan(payload, MAX_JSON_DEPTH)) {
       throw new AppError('VALIDATION_ERROR', `The body is nested deeper than ${MAX_JSON_DEPTH} levels.`, { details: [{ field: '(body)', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }] });
     }
     if (mayNeedStorable(body)) payload = storable(payload);
     const receivedAt = new Date(now()).toISOString();
-    const inbound = normalise(payload, body, receivedAt);
-    if (inbound.kind !== 'ignored') await publish(integration, inbound, receivedAt);
+    const published = publishAll(integration, channel.normalise(payload, body, receivedAt).items, receivedAt);
+    if (published) await published;
     res.writeHead(200, JSON_HEADERS).end(OK_BODY);
   }
 
@@ -291,7 +328,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     res.setHeader('Cache-Control', API_CACHE_CONTROL);
     // Named by a connector that exists, never by the segment sent: span names and metric
     // labels stay a bounded set whatever paths clients invent.
-    const route = Object.hasOwn(CONNECTORS, m[1]!) ? `/api/webhook/${m[1]}/:id` : null;
+    const route = isConnector(m[1]!) ? `/api/webhook/${m[1]}/:id` : null;
     // A new trace per webhook: a traceparent sent by the outside world is not trusted as our parent.
     const span = !tracing.enabled ? undefined : startSpan(`POST ${route ?? UNMATCHED_ROUTE}`, {
       kind: SpanKind.SERVER,
@@ -329,37 +366,3 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
     },
   };
 }
-
-const WEBHOOK_PARAMS: readonly ParamDoc[] = [
-  { name: 'connectorType', in: 'path', description: 'The connector: `helpdesk` (Chat2Desk). `webchat` takes no webhooks (its widget speaks WebSocket).', schema: { type: 'string', enum: Object.keys(CONNECTORS) }, example: 'helpdesk' },
-  idPathParam('integration', 'integrationId'),
-];
-
-/** `POST /api/webhook/:connectorType/:integrationId`, served ahead of express (handlePost). */
-export const webhookPostRouteDoc: RouteDoc = {
-  method: 'POST', path: '/api/webhook/:connectorType/:integrationId', operationId: 'receiveWebhook', tag: 'Webhooks', access: 'public',
-  summary: 'Inbound helpdesk webhook: a customer message or a status event (close_dialog, close_request, dialog_transferred), signed with HMAC-SHA256',
-  description: [
-    'Sign the exact raw body: `sha256=` + lowercase hex HMAC-SHA256 keyed with the webhook secret, in `x-webhook-signature` or `x-hub-signature-256`.',
-    `Checked in order: connector and integration (404), HTTPS when enforced (403), signature (401), active (403), size ≤ ${MAX_WEBHOOK_BODY_BYTES} bytes (413), JSON (400), the payload's schema (400).`,
-    "200 comes only after the message is durably queued (JetStream ack); other `hook_type`s (outbox, new_client, …) answer 200 and are dropped. Unknown fields are ignored.",
-  ].join(' '),
-  params: [
-    ...WEBHOOK_PARAMS,
-    ...SIGNATURE_HEADERS.map((name): ParamDoc => ({ name, in: 'header', description: 'The body signature (send one of the two headers).', schema: { type: 'string', pattern: SIGNATURE_RE.source }, example: `sha256=${'0a1b2c3d'.repeat(8)}` })),
-  ],
-  body: {
-    validators: HELPDESK_PAYLOAD_VALIDATORS,
-    description: "The helpdesk's own JSON payload (Chat2Desk API v1 webhook).",
-    example: { message_id: 555, type: 'from_client', text: 'When are you open?', client_id: 'c-1', channel_id: 'ch-9', transport: 'telegram', request_id: 77, dialog_id: 88 },
-  },
-  responses: { 200: { description: 'Queued (or ignored).', schema: object({ ok: { const: true } }), example: { ok: true } } },
-  errors: {
-    NOT_FOUND: 'unknown connector type or integration (a webchat integration is told where its WebSocket is)',
-    INVALID_SIGNATURE: 'the signature header is missing, malformed or does not match (the message says which)',
-    INTEGRATION_INACTIVE: 'the integration is switched off',
-    PAYLOAD_TOO_LARGE: `the body is over ${MAX_WEBHOOK_BODY_BYTES} bytes, or more than the queue takes`,
-    VALIDATION_ERROR: `not JSON, nested deeper than ${MAX_JSON_DEPTH} levels, or a message / status event that fails its schema`,
-    QUEUE_UNAVAILABLE: 'the queue could not take it: retry (Retry-After)',
-  },
-};

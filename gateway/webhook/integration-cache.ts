@@ -24,6 +24,8 @@ export interface CachedIntegration {
   allowedOrigins: readonly string[];
   /** Webchat: what the widget asks before the first message (sent in `welcome`). */
   prechatForm: PrechatForm;
+  /** WhatsApp: the token Meta's GET probe of the webhook must echo (the channel's `probe`); null for other types. */
+  verifyToken: string | null;
 }
 
 export interface IntegrationCacheOptions {
@@ -154,7 +156,7 @@ export class IntegrationCache {
     const row = await systemEm(this.#o.orm).findOne(
       IntegrationSchema,
       { id },
-      { filters: false, populate: ['webhookSecretSealed', 'previousSecretSealed'] },
+      { filters: false, populate: ['webhookSecretSealed', 'previousSecretSealed', 'verifyToken'] },
     );
     if (!row) return null;
     const box = this.#o.box;
@@ -170,6 +172,7 @@ export class IntegrationCache {
       },
       allowedOrigins: Object.freeze(Array.isArray(row.allowedOrigins) ? row.allowedOrigins.filter((o): o is string => typeof o === 'string') : []),
       prechatForm: row.prechatForm ?? 'off',
+      verifyToken: row.verifyToken ?? null,
     };
   }
 }

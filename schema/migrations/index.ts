@@ -31,6 +31,7 @@ import { Migration0030GapsOutOfScope } from './0030-gaps-out-of-scope.js';
 import { Migration0031CustomerIdentity } from './0031-customer-identity.js';
 import { Migration0032AutoResolve } from './0032-auto-resolve.js';
 import { Migration0033EvaluationCases } from './0033-evaluation-cases.js';
+import { Migration0034DirectChannels } from './0034-direct-channels.js';
 
 /** Applied in order at start; never edit a migration that has shipped, add a new one. */
 export const migrations = [
@@ -67,4 +68,5 @@ export const migrations = [
   { name: '0031-customer-identity', class: Migration0031CustomerIdentity },
   { name: '0032-auto-resolve', class: Migration0032AutoResolve },
   { name: '0033-evaluation-cases', class: Migration0033EvaluationCases },
+  { name: '0034-direct-channels', class: Migration0034DirectChannels },
 ];

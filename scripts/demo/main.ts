@@ -4,13 +4,16 @@ import { startRuntime } from '../../lib/runtime.js';
 import { startGateway } from '../../gateway/server.js';
 import { startWorker } from '../../actors/worker.js';
 import { startChat2DeskSandbox, type RecordedRequest } from '../sandbox/chat2desk.js';
+import { startTelegramSandbox } from '../sandbox/telegram.js';
+import { startWhatsAppSandbox } from '../sandbox/whatsapp.js';
+import { telegramCurl, whatsappCurl } from './channel-curls.js';
 import { startShopSite } from '../sandbox/shop-site.js';
 import { removeNatsPrefix } from '../nats-prefix.js';
 import { createDemoCompany, type DemoCompany } from './setup.js';
 
 /**
- * `npm run demo`: the service (gateway and worker in one process) beside a Chat2Desk sandbox
- * and a shop page with the widget, all on this machine, and a demo company to try them with.
+ * `npm run demo`: the service (gateway and worker in one process) beside a Chat2Desk sandbox,
+ * WhatsApp Cloud API and Telegram Bot API sandboxes and a shop page with the widget, all on this machine, and a demo company to try them with.
  * Nothing calls out: the agent is the built-in one and the help centre has no embedding model.
  * The demo starts afresh each time: its own database and NATS prefix are dropped and made again.
  */
@@ -18,6 +21,8 @@ const DEFAULT_DEMO_DATABASE_URL = 'postgresql://root@127.0.0.1:5432/mas_demo';
 const DEFAULT_DEMO_NATS_PREFIX = 'demo';
 const DEFAULT_SANDBOX_PORT = 3100;
 const DEFAULT_SITE_PORT = 3200;
+const DEFAULT_WHATSAPP_PORT = 3101;
+const DEFAULT_TELEGRAM_PORT = 3102;
 const SAMPLE_QUESTION = 'How long does delivery take?';
 const SAMPLE_CLIENT_ID = 101;
 
@@ -28,6 +33,8 @@ const host = env.HOST ?? '127.0.0.1';
 const port = Number(env.PORT ?? 3000);
 const sandboxPort = Number(env.DEMO_SANDBOX_PORT ?? DEFAULT_SANDBOX_PORT);
 const sitePort = Number(env.DEMO_SITE_PORT ?? DEFAULT_SITE_PORT);
+const whatsappPort = Number(env.DEMO_WHATSAPP_PORT ?? DEFAULT_WHATSAPP_PORT);
+const telegramPort = Number(env.DEMO_TELEGRAM_PORT ?? DEFAULT_TELEGRAM_PORT);
 
 function fail(message: string): never {
   process.stderr.write(`demo: ${message}\n`);
@@ -78,20 +85,24 @@ function signedCurl(webhookUrl: string, secret: string): string {
   );
 }
 
-function banner(o: { gatewayUrl: string; sandbox: { url: string; token: string }; siteUrl: string; company: DemoCompany; webhookUrl: string }): string {
+function banner(o: { gatewayUrl: string; sandbox: { url: string; token: string }; siteUrl: string; company: DemoCompany; webhookUrl: string; whatsappUrl: string; telegramUrl: string }): string {
   const { company } = o;
+  const whatsappWebhook = `${o.gatewayUrl}/api/webhook/whatsapp/${company.whatsapp.integrationId}`;
+  const telegramWebhook = `${o.gatewayUrl}/api/webhook/telegram/${company.telegram.integrationId}`;
   const ready = company.documents.filter((d) => d.status === 'ready').length;
   return [
     '',
-    `Demo ready on Node.js ${process.versions.node}: the service, a Chat2Desk sandbox and a shop page, all on this machine.`,
+    `Demo ready on Node.js ${process.versions.node}: the service, Chat2Desk, WhatsApp and Telegram sandboxes and a shop page, all on this machine.`,
     '',
     `  Dashboard   ${o.gatewayUrl}/`,
     `              log in as ${company.email} / ${company.password}`,
     `  Test page   ${o.siteUrl}/   a shop page with the chat widget: ask "${SAMPLE_QUESTION}"`,
     `  Sandbox     ${o.sandbox.url}/   the Chat2Desk sandbox: the replies its customers got`,
+    `  WhatsApp    ${o.whatsappUrl}   the Graph API sandbox; Telegram ${o.telegramUrl}, the Bot API sandbox (APIs only: their replies are printed below)`,
     '',
     `The demo company has a sample help centre (${ready} of ${company.documents.length} articles indexed), a built-in agent`,
-    `answering from it, a helpdesk integration on the sandbox (webhook registered) and a webchat integration.`,
+    `answering from it, a helpdesk integration on the sandbox (webhook registered), WhatsApp and Telegram integrations`,
+    `on theirs (Telegram's webhook set with setWebhook) and a webchat integration.`,
     '',
     'Send a customer message as Chat2Desk would, signed with the webhook secret:',
     '',
@@ -99,6 +110,16 @@ function banner(o: { gatewayUrl: string; sandbox: { url: string; token: string }
     '',
     `The agent's reply goes to the sandbox (POST /v1/messages): it is printed below, listed on the sandbox page, and by its API:`,
     `  curl -s '${o.sandbox.url}/v1/messages?client_id=${SAMPLE_CLIENT_ID}&type=to_client' -H 'authorization: ${o.sandbox.token}'`,
+    '',
+    `WhatsApp (Cloud API sandbox at ${o.whatsappUrl}): a customer message as Meta posts it, signed with the app secret:`,
+    '',
+    whatsappCurl(whatsappWebhook, company.whatsapp.appSecret, company.whatsapp.phoneNumberId, SAMPLE_QUESTION),
+    '',
+    `Telegram (Bot API sandbox at ${o.telegramUrl}): an update as Telegram posts it, with the secret token:`,
+    '',
+    telegramCurl(telegramWebhook, company.telegram.secretToken, SAMPLE_QUESTION),
+    '',
+    `Their replies are printed below as the sandboxes receive them (WhatsApp's delivery statuses come back to the service).`,
     `Ask for "a human" to see a handoff. Ctrl-C stops the demo; the next start begins afresh.`,
     '',
   ].join('\n');
@@ -118,6 +139,9 @@ Object.assign(env, {
   JWT_SECRET: randomBytes(32).toString('hex'),
   SECRETS_KEY: randomBytes(32).toString('hex'),
   LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+  // The direct channels' sandboxes, on this machine.
+  WHATSAPP_GRAPH_URL: `http://${host}:${whatsappPort}`,
+  TELEGRAM_API_URL: `http://${host}:${telegramPort}`,
 });
 await removeNatsPrefix(env.NATS_URL ?? 'nats://127.0.0.1:4222', natsPrefix);
 
@@ -135,6 +159,19 @@ sandbox.handle((req) => {
   return undefined;
 });
 
+const whatsapp = await listening(`the WhatsApp sandbox on ${host}:${whatsappPort}`, 'DEMO_WHATSAPP_PORT', () => startWhatsAppSandbox({ port: whatsappPort, host }));
+rt.onShutdown(() => whatsapp.close());
+whatsapp.handle((req) => {
+  if (req.method === 'POST' && typeof req.body?.text?.body === 'string') process.stdout.write(`[whatsapp] reply to ${req.body.to}: ${JSON.stringify(req.body.text.body)}\n`);
+  return undefined;
+});
+const telegram = await listening(`the Telegram sandbox on ${host}:${telegramPort}`, 'DEMO_TELEGRAM_PORT', () => startTelegramSandbox({ port: telegramPort, host }));
+rt.onShutdown(() => telegram.close());
+telegram.answer((req) => {
+  if (req.method === 'sendMessage') process.stdout.write(`[telegram] reply to chat ${req.body?.chat_id}: ${JSON.stringify(req.body?.text ?? '')}\n`);
+  return undefined;
+});
+
 let webchatIntegrationId = 0;
 const site = await listening(`the shop page on ${host}:${sitePort}`, 'DEMO_SITE_PORT', () =>
   startShopSite({
@@ -149,11 +186,16 @@ rt.onShutdown(() => site.close());
 
 let company: DemoCompany;
 try {
-  company = await createDemoCompany({ gatewayUrl: gateway.url, sandbox, siteOrigin: site.url });
+  company = await createDemoCompany({
+    gatewayUrl: gateway.url, sandbox, siteOrigin: site.url,
+    whatsapp: { token: whatsapp.token, phoneNumberId: whatsapp.account.phoneNumberId }, telegram: { token: telegram.token },
+  });
 } catch (err) {
   rt.logger.error({ err }, 'demo setup failed');
   fail(`setting up the demo company failed: ${(err as Error).message}`);
 }
 webchatIntegrationId = company.webchatIntegrationId;
 const webhookUrl = `${gateway.url}/api/webhook/helpdesk/${company.helpdeskIntegrationId}`;
-process.stdout.write(banner({ gatewayUrl: gateway.url, sandbox, siteUrl: site.url, company, webhookUrl }) + '\n');
+// Meta posts delivery statuses of every reply back to the webhook: the sandbox does too.
+whatsapp.connect(`${gateway.url}/api/webhook/whatsapp/${company.whatsapp.integrationId}`, company.whatsapp.appSecret, { read: true });
+process.stdout.write(banner({ gatewayUrl: gateway.url, sandbox, siteUrl: site.url, company, webhookUrl, whatsappUrl: whatsapp.url, telegramUrl: telegram.url }) + '\n');

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
  * The demo company, made through the public API as a new user would make it: an account, a
  * sample help centre (its documents in web/dashboard/sample-help-centre), a built-in agent answering from it, a
  * helpdesk integration on the Chat2Desk sandbox with its webhook registered and the
- * sandbox's signing secret, and a webchat integration for the shop page.
+ * sandbox's signing secret, a webchat integration for the shop page, and WhatsApp and Telegram
+ * integrations on their sandboxes (the Telegram webhook registered with setWebhook at creation).
  */
 export interface DemoCompany {
   email: string;
@@ -18,12 +19,18 @@ export interface DemoCompany {
   webchatIntegrationId: number;
   /** The secret the sandbox signs its webhooks with, now the integration's. */
   webhookSecret: string;
+  whatsapp: { integrationId: number; appSecret: string; phoneNumberId: string };
+  telegram: { integrationId: number; secretToken: string };
   documents: { title: string; status: string }[];
 }
 
 export interface DemoSetupOptions {
   gatewayUrl: string;
   sandbox: { url: string; token: string; signingSecret: string };
+  /** The Graph API sandbox's access token and business number (the service sends there: WHATSAPP_GRAPH_URL). */
+  whatsapp: { token: string; phoneNumberId: string };
+  /** The Bot API sandbox's bot token (TELEGRAM_API_URL). */
+  telegram: { token: string };
   /** The origin of the page that embeds the widget (its only allowed origin). */
   siteOrigin: string;
 }
@@ -111,9 +118,18 @@ export async function createDemoCompany(options: DemoSetupOptions): Promise<Demo
     allowedOrigins: [options.siteOrigin],
   });
 
+  // The app secret is Meta's in real life (App settings → Basic); here the demo makes one up and signs with it.
+  const appSecret = randomBytes(16).toString('hex');
+  const { integration: whatsapp } = await api('POST', '/api/integrations', {
+    type: 'whatsapp', name: 'WhatsApp sandbox', agentId: agent.id, phoneNumberId: options.whatsapp.phoneNumberId, accessToken: options.whatsapp.token, appSecret,
+  });
+  const { integration: telegram } = await api('POST', '/api/integrations', { type: 'telegram', name: 'Telegram sandbox', agentId: agent.id, botToken: options.telegram.token });
+
   return {
     email,
     password,
+    whatsapp: { integrationId: whatsapp.id, appSecret, phoneNumberId: options.whatsapp.phoneNumberId },
+    telegram: { integrationId: telegram.id, secretToken: telegram.webhookSecret },
     agentId: agent.id,
     knowledgeBaseId: knowledgeBase.id,
     helpdeskIntegrationId: helpdesk.id,

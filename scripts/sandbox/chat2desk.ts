@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listen, readBody, waitForRequests } from './http.js';
+import { listen, readBody, waitForRequests, type SandboxAnswer } from './http.js';
 import { sandboxPage } from './chat2desk-page.js';
 
 export interface RecordedRequest {
@@ -14,17 +14,7 @@ export interface RecordedRequest {
 
 export type SandboxHandler = (req: RecordedRequest) => SandboxAnswer | undefined;
 
-export interface SandboxAnswer {
-  status: number;
-  body?: unknown;
-  /** Extra response headers, e.g. `Retry-After` with a 429. */
-  headers?: Record<string, string>;
-  delayMs?: number;
-  /** Writes the answer itself (e.g. cuts the connection). */
-  raw?: (res: ServerResponse) => void;
-  /** A send (POST /v1/messages) is carried out (enters the history) before this answer: the helpdesk did its job, only the answer goes wrong. */
-  deliver?: boolean;
-}
+export type { SandboxAnswer };
 
 /** A message in the stand-in's history, as Chat2Desk's `GET /v1/messages` lists them. */
 export interface HistoryMessage {

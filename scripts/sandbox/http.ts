@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A listening sandbox server: its base URL, and a close that ends open connections too. */
@@ -50,4 +50,17 @@ export async function waitForRequests<R>(name: string, requests: R[], predicate:
     if (Date.now() > deadline) throw new Error(`${name}: condition not met within ${timeoutMs} ms (${requests.length} requests recorded)`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** An answer a test chooses for one request of a sandbox instead of the sandbox's own (Chat2Desk, WhatsApp, Telegram). */
+export interface SandboxAnswer {
+  status: number;
+  body?: unknown;
+  /** Extra response headers, e.g. `Retry-After` with a 429. */
+  headers?: Record<string, string>;
+  delayMs?: number;
+  /** Writes the answer itself (e.g. cuts the connection). */
+  raw?: (res: ServerResponse) => void;
+  /** The send is carried out (the message delivered) although the answer says what it says: the platform did its job, only the answer goes wrong. */
+  deliver?: boolean;
 }

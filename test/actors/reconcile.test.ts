@@ -1,5 +1,5 @@
 import t from 'tap';
-import { deliveredAs } from '../../actors/outbox/reconcile.js';
+import { deliveredAs } from '../../lib/channels/helpdesk/history.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
@@ -109,5 +109,5 @@ t.test('a history that cannot be read: never a blind resend; "delivery uncertain
   const reads = helpdesk.requests.filter((r) => r.method === 'GET' && r.query.get('client_id') === 'blind').length;
   t.ok(reads >= 3, `the history was tried ${reads} times`);
   const msgs = await svc.api('GET', `/api/conversations/${(await sql(svc.orm, `select id from conversations where client_id = 'blind'`))[0].id}/messages`, { token: user.token });
-  t.match(msgs.body.messages.find((m: { role: string }) => m.role === 'agent'), { delivery: 'failed', deliveryError: /^delivery uncertain/ }, 'visible to operators');
+  t.match(msgs.body.messages.find((m: { role: string }) => m.role === 'agent'), { delivery: 'failed', deliveryStatus: 'failed', deliveryError: { code: 'delivery_uncertain', message: /^delivery uncertain/ } }, 'visible to operators');
 });

@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
 const database = `mas_t_demo_${randomBytes(4).toString('hex')}`;
 const natsPrefix = `t${randomBytes(4).toString('hex')}`;
-const [port, sandboxPort, sitePort] = [await freePort(), await freePort(), await freePort()];
+const [port, sandboxPort, sitePort, whatsappPort, telegramPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
 
 t.teardown(async () => {
   await removeNatsPrefix(TEST_NATS_URL, natsPrefix);
@@ -40,6 +40,8 @@ const demo = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo/main.ts']
     PORT: String(port),
     DEMO_SANDBOX_PORT: String(sandboxPort),
     DEMO_SITE_PORT: String(sitePort),
+    DEMO_WHATSAPP_PORT: String(whatsappPort),
+    DEMO_TELEGRAM_PORT: String(telegramPort),
     LOG_LEVEL: 'warn',
   },
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,6 +118,22 @@ t.test('the printed curl gets the help centre\'s answer into the sandbox within 
   await printed(/\[sandbox\] reply to client 101: "Orders placed/, 2_000);
   const page = await (await fetch(`http://127.0.0.1:${sandboxPort}/`)).text();
   t.match(page, /Standard delivery takes 2–4 working days/, 'the sandbox page lists the reply');
+});
+
+t.test('the printed WhatsApp and Telegram curls are answered through their sandboxes', async (t) => {
+  const curls = stdout.split('\n').filter((l) => l.startsWith('body='));
+  t.equal(curls.length, 3, 'a curl per channel: Chat2Desk, WhatsApp, Telegram');
+  const [, whatsapp, telegram] = curls;
+  t.match(whatsapp, /x-hub-signature-256: sha256=/, 'WhatsApp: signed with the app secret');
+  t.match(telegram, /x-telegram-bot-api-secret-token: [0-9a-f]{64}/, 'Telegram: the secret token');
+  for (const [name, curl, printedReply] of [
+    ['WhatsApp', whatsapp!, /\[whatsapp\] reply to 15550001111: "[^\n]*Standard delivery takes 2–4 working days/],
+    ['Telegram', telegram!, /\[telegram\] reply to chat 424242: "[^\n]*Standard delivery takes 2–4 working days/],
+  ] as const) {
+    const { stdout: answer } = await run('bash', ['-c', curl], { cwd: root });
+    t.same(JSON.parse(answer), { ok: true }, `${name}: the webhook was taken`);
+    t.ok(await printed(printedReply, 5_000), `${name}: the help centre's answer reached the sandbox`);
+  }
 });
 
 t.test('the test page\'s widget answers from the help centre', async (t) => {

@@ -103,7 +103,7 @@ t.test('a permanent 4xx: not retried, recorded on the conversation through the A
   }, 10_000, 'failed');
   await new Promise((r) => setTimeout(r, 600));
   t.equal(postsTo('c-400').length, 1, 'tried once');
-  t.match(m.deliveryError, /HTTP 400/, 'the reason is shown with the message');
+  t.match(m.deliveryError, { code: 'http_400', message: /HTTP 400/ }, 'the reason is shown with the message, with its code');
   // The conversation itself goes on: the next reply (helpdesk fine again) is delivered.
   stub.handle(null);
   await send('c-400', 'again');

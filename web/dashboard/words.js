@@ -24,6 +24,9 @@ const REASONS = {
   operator_pause: 'Paused by a teammate',
   dialog_transferred: 'Transferred to a person in the helpdesk',
   close_conversation: 'The agent ended the conversation',
+  window_closed: "WhatsApp's 24-hour reply window closed",
+  unsupported_message: 'The customer sent something other than text',
+  blocked: 'The customer blocked the bot',
 };
 
 /** Why a conversation went to a person (context.handoffReason, a transfer's reason). */
@@ -291,7 +294,7 @@ export function statusText(status) {
   return STATUS[status] ?? humanise(status);
 }
 
-const CHANNELS = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+const CHANNELS = { helpdesk: 'Helpdesk', webchat: 'Webchat', whatsapp: 'WhatsApp', telegram: 'Telegram' };
 /** "Helpdesk · telegram", "Webchat". */
 export function channelText(channel, transport) {
   const c = CHANNELS[channel] ?? humanise(channel ?? '—');

@@ -8,9 +8,10 @@ import { offeredOptions } from '../decisions.js';
 import { leafPath, renderDiagram } from '../diagram.js';
 import { busy, field, h, messages, replace, table, time } from '../dom.js';
 import { followSse, liveStatus } from '../sse.js';
-import { actionText, channelText, customerName, deliveryText, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
+import { actionText, channelText, customerName, messageTime, needsHuman, reasonText, roleText, stateText, statusText, systemText, userName } from '../words.js';
 import { composer, lockIcon } from './composer.js';
 import { labelsEditor } from './conversation-labels.js';
+import { deliveryFailure, deliveryMark } from './delivery-marks.js';
 import { whatHappened } from './conversation-log.js';
 import { loadPeople } from './people.js';
 
@@ -86,7 +87,8 @@ export async function render(root, { signal, me }, id) {
             ? customerName(state.conversation)
             : 'Customer'
           : roleText(role);
-    const delivery = note ? '' : deliveryText(m.delivery);
+    const delivery = note ? null : deliveryMark(m);
+    const failure = note ? null : deliveryFailure(m);
     return h(
       'li',
       { class: ['msg', `from-${role.replace(/[^a-z]/gi, '')}`, note && 'note', m.kind === 'handoff_notice' && 'handoff'], dataset: { messageId: String(m.id) } },
@@ -97,12 +99,12 @@ export async function render(root, { signal, me }, id) {
         h('span', { class: 'msg-role' }, who),
         ' · ',
         shortAt(m.at ?? m.createdAt),
-        delivery ? ` · ${delivery}` : null,
+        delivery ? [' · ', delivery] : null,
         role === 'agent' && m.confidence != null ? [' · ', confidenceBadge(m.confidence)] : null,
       ),
       h('p', { class: 'msg-text' }, role === 'system' ? systemText(m.text) : (m.text ?? '')),
       role === 'agent' ? offeredOptions(m.options) : null,
-      m.delivery === 'failed' && m.deliveryError ? h('p', { class: 'msg-error' }, `Not delivered: ${m.deliveryError}`) : null,
+      failure ? h('p', { class: 'msg-error' }, failure) : null,
       note ? h('p', { class: 'note-hint' }, 'Only your team sees this') : null,
       Array.isArray(m.sources) && m.sources.length
         ? h(
@@ -125,7 +127,7 @@ export async function render(root, { signal, me }, id) {
     }
     const nodes = list.map((m) => {
       const key = String(m.id);
-      const sig = JSON.stringify([m.text, m.delivery, m.deliveryError, m.confidence, m.kind, m.options, author(m), m.role === 'customer' ? state.conversation?.customer?.name : null]);
+      const sig = JSON.stringify([m.text, m.delivery, m.deliveryStatus ?? null, m.deliveryError ?? null, m.confidence, m.kind, m.options, author(m), m.role === 'customer' ? state.conversation?.customer?.name : null]);
       const had = drawn.get(key);
       if (had && had.sig === sig) return had.node;
       const node = messageNode(m);

@@ -15,6 +15,7 @@ const ACCEPT = '.txt,.md,.markdown,.html,.htm,.pdf';
 const RECENT_CONVERSATIONS = 50;
 
 /** A webchat integration this page may open: active, and either open to any page or to the dashboard's own. */
+const CHANNEL_NAMES = { webchat: 'website chat', helpdesk: 'helpdesk', whatsapp: 'WhatsApp', telegram: 'Telegram' };
 const triable = (it) => it.type === 'webchat' && it.active !== false && (!it.allowedOrigins?.length || it.allowedOrigins.includes(location.origin));
 
 /**
@@ -254,7 +255,7 @@ export async function render(root, { signal, me }) {
     webchatButton.disabled = agents.length === 0;
     replace(
       channelNow,
-      integrations.length ? h('p', {}, integrations.map((it, i) => [i ? ', ' : '', `“${it.name}” (${it.type === 'webchat' ? 'website chat' : 'helpdesk'})`]), ' connected.') : null,
+      integrations.length ? h('p', {}, integrations.map((it, i) => [i ? ', ' : '', `“${it.name}” (${CHANNEL_NAMES[it.type] ?? it.type})`]), ' connected.') : null,
       webchat ? copyField('Website chat snippet', `<script src="${location.origin}/widget.js" data-integration-id="${webchat.id}"></script>`, { buttonLabel: 'Copy snippet', multiline: true }) : null,
       webchat ? h('p', { class: 'hint' }, 'Paste it before </body> on every page that should show the chat.') : null,
     );

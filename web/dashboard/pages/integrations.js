@@ -1,16 +1,23 @@
-// Integrations: create helpdesk / webchat integrations, show their webhook URL and (just
-// after create or rotate) secret, rotate the secret or set the one the helpdesk issued,
-// switch them on and off, register the helpdesk webhook, show whether webhooks arrive (last
-// webhook, refusals for a bad signature in the last hour and why), give webchat integrations
-// their embed snippet, and change every setting the API has (integration-settings.js).
+// Integrations: create helpdesk / webchat / WhatsApp / Telegram integrations, show their
+// webhook URL and (just after create or rotate) secret, WhatsApp's verify token with where
+// to paste both in Meta's dashboard, rotate the secret or set the one the helpdesk issued,
+// switch them on and off, register the helpdesk or Telegram webhook, show whether webhooks
+// arrive (last webhook, refusals for a bad signature in the last hour and why), give webchat
+// integrations their embed snippet, and change every setting the API has
+// (integration-settings.js). Tokens and the app secret are write-only.
 import { api, apiAll, seg } from '../api.js';
 import { busy, checkbox, copyField, field, fieldErrors, h, messages, replace, select, time, uid } from '../dom.js';
-import { GROUP_HINT, linesOf, ORIGINS_HINT, settingsForm } from './integration-settings.js';
+import { ACCESS_TOKEN_HINT, APP_SECRET_HINT, BOT_TOKEN_HINT, GROUP_HINT, linesOf, ORIGINS_HINT, PHONE_NUMBER_HINT, settingsForm, writeOnlyInput } from './integration-settings.js';
 
-const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+const TYPE_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat', whatsapp: 'WhatsApp', telegram: 'Telegram' };
+/** Where the webhook is registered: by the service (helpdesk, Telegram) or by the company in Meta's dashboard (WhatsApp). */
+const REGISTERED_AT = { helpdesk: 'the helpdesk', telegram: 'Telegram' };
+const META_STEPS = 'In the Meta App Dashboard: WhatsApp › Configuration › Webhook › Edit — paste the webhook URL as “Callback URL” and the verify token as “Verify token”, then subscribe to the “messages” field.';
 
 // webhookStatus: ok = registered and webhooks arrive (or none expected yet); failing = recent deliveries refused.
 const WEBHOOK_BADGE = { ok: ['ok', 'Webhook OK'], failing: ['failing', 'Webhook failing'], pending: ['pending', 'Webhook pending'] };
+
+const storedText = (stored) => (stored ? 'stored (hidden)' : h('span', { class: 'muted' }, 'not set'));
 
 export function render(root, { signal }) {
   const state = { integrations: [], agents: [], secrets: new Map(), notes: new Map(), editing: null };
@@ -18,7 +25,15 @@ export function render(root, { signal }) {
   const listMsg = messages();
 
   // ---- create form ----
-  const type = select([{ value: 'helpdesk', label: 'Helpdesk (Chat2Desk)' }, { value: 'webchat', label: 'Webchat widget' }], { name: 'type' });
+  const type = select(
+    [
+      { value: 'helpdesk', label: 'Helpdesk (Chat2Desk)' },
+      { value: 'webchat', label: 'Webchat widget' },
+      { value: 'whatsapp', label: 'WhatsApp (Cloud API)' },
+      { value: 'telegram', label: 'Telegram bot' },
+    ],
+    { name: 'type' },
+  );
   const name = h('input', { type: 'text', name: 'name', required: true, maxlength: '200' });
   const agent = h('select', { name: 'agentId' });
   const agentHint = h('span', {}, 'The AI agent that answers this channel.');
@@ -36,6 +51,18 @@ export function render(root, { signal }) {
   );
   const origins = h('textarea', { name: 'allowedOrigins', rows: 2, spellcheck: 'false', placeholder: 'https://shop.example.com', dataset: { expects: 'web addresses such as https://shop.example.com: the scheme and the host, no path' } });
   const webchatFields = h('div', {}, field('Allowed origins', origins, ORIGINS_HINT));
+  const phoneNumberId = h('input', { type: 'text', name: 'phoneNumberId', inputmode: 'numeric', spellcheck: 'false', maxlength: '32', placeholder: '106540352242922' });
+  const accessToken = writeOnlyInput('accessToken', false);
+  const appSecret = writeOnlyInput('appSecret', false, { maxlength: '512' });
+  const whatsappFields = h(
+    'div',
+    { class: 'grid-2' },
+    field('Phone number ID', phoneNumberId, PHONE_NUMBER_HINT),
+    field('Access token', accessToken, ACCESS_TOKEN_HINT),
+    field('App secret', appSecret, APP_SECRET_HINT),
+  );
+  const botToken = writeOnlyInput('botToken', false, { maxlength: '121' });
+  const telegramFields = h('div', { class: 'grid-2' }, field('Bot token', botToken, BOT_TOKEN_HINT));
   const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create integration');
   const formMsg = messages();
   const formErrors = fieldErrors();
@@ -46,12 +73,16 @@ export function render(root, { signal }) {
     h('div', { class: 'grid-2' }, field('Type', type), field('Name', name), field('Agent', agent, agentHint)),
     helpdeskFields,
     webchatFields,
+    whatsappFields,
+    telegramFields,
     h('div', { class: 'actions' }, createButton),
     formMsg.el,
   );
   const syncType = () => {
     helpdeskFields.hidden = type.value !== 'helpdesk';
     webchatFields.hidden = type.value !== 'webchat';
+    whatsappFields.hidden = type.value !== 'whatsapp';
+    telegramFields.hidden = type.value !== 'telegram';
   };
   type.addEventListener('change', syncType);
   syncType();
@@ -71,14 +102,17 @@ export function render(root, { signal }) {
       if (apiUrl.value.trim()) body.apiUrl = apiUrl.value.trim();
       if (region.value) body.region = region.value;
       if (handoffGroup.value.trim()) body.handoffGroupId = Number(handoffGroup.value);
-    } else if (linesOf(origins.value).length) body.allowedOrigins = linesOf(origins.value);
+    } else if (type.value === 'whatsapp') {
+      body.phoneNumberId = phoneNumberId.value.trim();
+      body.accessToken = accessToken.value.trim();
+      body.appSecret = appSecret.value.trim();
+    } else if (type.value === 'telegram') body.botToken = botToken.value.trim();
+    else if (linesOf(origins.value).length) body.allowedOrigins = linesOf(origins.value);
     try {
       const { integration, webhookError } = await busy(createButton, () => api('POST', '/api/integrations', body, { signal }));
-      if (integration.webhookSecret) state.secrets.set(integration.id, integration.webhookSecret);
-      // A helpdesk with a token registers its webhook at creation: say whether it did, and if not why.
-      const registration =
-        integration.type !== 'helpdesk' ? '' : webhookError ? ` The webhook is not registered yet: ${webhookError.message} Fix it, then use Register webhook.` : integration.webhookStatus === 'ok' ? ' The webhook is registered at the helpdesk.' : ' Add the API token to register the webhook.';
-      state.notes.set(integration.id, `Created.${registration} Copy the webhook secret now: it is shown only once.`);
+      // Telegram's secret is Telegram's business (set with the webhook): only the helpdesk and the widget's owner need theirs.
+      if (integration.webhookSecret && (integration.type === 'helpdesk' || integration.type === 'webchat')) state.secrets.set(integration.id, integration.webhookSecret);
+      state.notes.set(integration.id, createdNote(integration, webhookError));
       form.reset();
       syncType();
       fillAgents();
@@ -86,9 +120,27 @@ export function render(root, { signal }) {
       upsert(integration);
     } catch (err) {
       if (err.name === 'AbortError') return;
-      formErrors.report(formMsg, err, { type, name, agentId: agent, apiToken, apiUrl, region, handoffGroupId: handoffGroup, allowedOrigins: origins });
+      formErrors.report(formMsg, err, { type, name, agentId: agent, apiToken, apiUrl, region, handoffGroupId: handoffGroup, allowedOrigins: origins, phoneNumberId, accessToken, appSecret, botToken });
+    } finally {
+      // Write-only secrets do not stay in the page.
+      for (const input of [accessToken, appSecret, botToken]) input.value = '';
     }
   });
+
+  /** What the new card says first: whether its webhook is registered (and if not why), what to copy now. */
+  function createdNote(integration, webhookError) {
+    const at = REGISTERED_AT[integration.type];
+    if (integration.type === 'whatsapp') return `Created. ${META_STEPS}`;
+    // A helpdesk with a token and a Telegram bot register their webhook at creation: say whether it did, and if not why.
+    const registration = !at
+      ? ''
+      : webhookError
+        ? ` The webhook is not registered yet: ${webhookError.message} Fix it, then use Register webhook.`
+        : integration.webhookStatus === 'ok'
+          ? ` The webhook is registered at ${at}.`
+          : ' Add the API token to register the webhook.';
+    return `Created.${registration}${integration.type === 'telegram' ? '' : ' Copy the webhook secret now: it is shown only once.'}`;
+  }
 
   function fillAgents() {
     const keep = agent.value;
@@ -123,6 +175,11 @@ export function render(root, { signal }) {
     if (note) msg.ok(note);
     const agentName = state.agents.find((a) => a.id === it.agentId)?.name;
     const isHelpdesk = it.type === 'helpdesk';
+    const isTelegram = it.type === 'telegram';
+    const isWhatsapp = it.type === 'whatsapp';
+    // Channels whose messages arrive by webhook: they show its URL, health badge and activity.
+    const hasWebhook = isHelpdesk || isTelegram || isWhatsapp;
+    const registeredAt = REGISTERED_AT[it.type];
     const registered = it.webhookStatus === 'ok' || Boolean(it.webhookRegisteredAt);
 
     const active = checkbox('Active', { checked: it.active !== false, dataset: { focus: `active-${it.id}` } });
@@ -144,8 +201,11 @@ export function render(root, { signal }) {
     rotate.addEventListener('click', async () => {
       try {
         const { integration } = await busy(rotate, () => api('POST', `/api/integrations/${seg(it.id)}/rotate-secret`, undefined, { signal }));
-        if (integration.webhookSecret) state.secrets.set(it.id, integration.webhookSecret);
-        state.notes.set(it.id, 'New secret created: copy it now. The previous one keeps working for a grace period.');
+        if (integration.webhookSecret && !isTelegram) state.secrets.set(it.id, integration.webhookSecret);
+        state.notes.set(
+          it.id,
+          isTelegram ? 'New secret registered with Telegram. The previous one keeps working for a grace period.' : 'New secret created: copy it now. The previous one keeps working for a grace period.',
+        );
         upsert(integration);
         renderList(`rotate-${it.id}`);
       } catch (err) {
@@ -154,10 +214,10 @@ export function render(root, { signal }) {
     });
 
     let registerButton = null;
-    if (isHelpdesk) {
+    if (registeredAt) {
       registerButton = h('button', { type: 'button', class: registered ? 'secondary' : 'primary', dataset: { focus: `register-${it.id}` } }, registered ? 'Re-register webhook' : 'Register webhook');
       registerButton.addEventListener('click', async () => {
-        msg.ok('Registering the webhook at the helpdesk…');
+        msg.ok(`Registering the webhook at ${registeredAt}…`);
         try {
           const out = await busy(registerButton, () => api('POST', `/api/integrations/${seg(it.id)}/register-webhook`, {}, { signal }));
           let fresh = { ...it, webhookStatus: it.webhookStatus === 'failing' ? 'failing' : 'ok', webhookRegisteredAt: out?.webhookRegisteredAt ?? new Date().toISOString() };
@@ -166,7 +226,7 @@ export function render(root, { signal }) {
           } catch {
             /* keep the local view */
           }
-          state.notes.set(it.id, 'Webhook registered at the helpdesk.');
+          state.notes.set(it.id, `Webhook registered at ${registeredAt}.`);
           upsert(fresh);
           renderList(`register-${it.id}`);
         } catch (err) {
@@ -218,9 +278,9 @@ export function render(root, { signal }) {
       ? settingsForm(it, {
           agents: state.agents,
           signal,
-          onSaved: (integration) => {
+          onSaved: (integration, webhookError) => {
             state.editing = null;
-            state.notes.set(it.id, 'Settings saved.');
+            state.notes.set(it.id, webhookError ? `Settings saved, but the webhook is not registered: ${webhookError.message}` : 'Settings saved.');
             upsert(integration);
             renderList(`settings-${it.id}`);
           },
@@ -242,9 +302,13 @@ export function render(root, { signal }) {
       isHelpdesk ? [h('dt', {}, 'API URL'), h('dd', { class: 'mono' }, it.apiUrl || '—')] : null,
       isHelpdesk ? [h('dt', {}, 'Handoff group'), h('dd', {}, it.handoffGroupId ?? h('span', { class: 'muted' }, 'none (no transfer)'))] : null,
       it.type === 'webchat' ? [h('dt', {}, 'Allowed origins'), h('dd', { class: 'mono' }, it.allowedOrigins?.length ? it.allowedOrigins.join(', ') : h('span', { class: 'muted' }, 'any page'))] : null,
-      isHelpdesk ? [h('dt', {}, 'Webhook registered'), h('dd', {}, time(it.webhookRegisteredAt))] : null,
-      isHelpdesk ? [h('dt', {}, 'Last webhook'), h('dd', { dataset: { fact: 'last-webhook' } }, it.lastWebhookAt ? time(it.lastWebhookAt) : h('span', { class: 'muted' }, 'none received yet'))] : null,
-      isHelpdesk
+      isWhatsapp ? [h('dt', {}, 'Phone number ID'), h('dd', { class: 'mono' }, it.phoneNumberId ?? '—')] : null,
+      isWhatsapp ? [h('dt', {}, 'Access token'), h('dd', {}, storedText(it.hasApiToken))] : null,
+      isWhatsapp ? [h('dt', {}, 'App secret'), h('dd', {}, storedText(it.hasAppSecret))] : null,
+      isTelegram ? [h('dt', {}, 'Bot token'), h('dd', {}, storedText(it.hasApiToken))] : null,
+      registeredAt ? [h('dt', {}, 'Webhook registered'), h('dd', { dataset: { fact: 'registered' } }, it.webhookRegisteredAt ? time(it.webhookRegisteredAt) : h('span', { class: 'muted' }, 'not yet'))] : null,
+      hasWebhook ? [h('dt', {}, 'Last webhook'), h('dd', { dataset: { fact: 'last-webhook' } }, it.lastWebhookAt ? time(it.lastWebhookAt) : h('span', { class: 'muted' }, 'none received yet'))] : null,
+      hasWebhook
         ? [
             h('dt', {}, 'Refused (last hour)'),
             h(
@@ -273,16 +337,19 @@ export function render(root, { signal }) {
         { class: 'card-head' },
         h('h3', { id: headingId }, it.name),
         h('span', { class: 'tag' }, TYPE_LABEL[it.type] ?? it.type),
-        isHelpdesk ? h('span', { class: ['badge', badgeClass], title: it.webhookStatus === 'failing' && lastFailure ? lastFailure.message ?? '' : '' }, badgeText) : null,
+        hasWebhook ? h('span', { class: ['badge', badgeClass], title: it.webhookStatus === 'failing' && lastFailure ? lastFailure.message ?? '' : '' }, badgeText) : null,
         it.active === false ? h('span', { class: 'badge off' }, 'Inactive') : null,
       ),
       details,
       // Webchat has no webhook (its widget speaks WebSocket): it gets the embed snippet instead.
-      isHelpdesk && it.webhookUrl ? copyField('Webhook URL', it.webhookUrl, { buttonLabel: 'Copy webhook URL' }) : null,
+      hasWebhook && it.webhookUrl ? copyField('Webhook URL', it.webhookUrl, { buttonLabel: 'Copy webhook URL' }) : null,
+      isWhatsapp && it.verifyToken ? copyField('Verify token', it.verifyToken, { buttonLabel: 'Copy verify token' }) : null,
+      isWhatsapp ? h('p', { class: 'small muted', dataset: { fact: 'meta-steps' } }, META_STEPS) : null,
       secret ? copyField('Webhook secret', secret, { buttonLabel: 'Copy secret' }) : null,
       it.type === 'webchat' ? copyField('Embed snippet', snippet, { buttonLabel: 'Copy snippet', multiline: true }) : null,
       it.type === 'webchat' ? copyField('With a signed-in customer (their name in the inbox; hash computed by your server)', identifySnippet, { buttonLabel: 'Copy identity snippet', multiline: true }) : null,
-      h('div', { class: 'actions' }, active.el, rotate, registerButton, settingsButton),
+      // WhatsApp's secret is Meta's app secret (changed in the settings): nothing to rotate here.
+      h('div', { class: 'actions' }, active.el, isWhatsapp ? null : rotate, registerButton, settingsButton),
       settings,
       secretForm,
       msg.el,
@@ -307,7 +374,7 @@ export function render(root, { signal }) {
 
   root.append(
     h('h1', {}, 'Integrations'),
-    h('p', { class: 'lead muted' }, 'Connect a helpdesk or a webchat widget; the chosen agent answers its customers.'),
+    h('p', { class: 'lead muted' }, 'Connect a helpdesk, a webchat widget, WhatsApp or a Telegram bot; the chosen agent answers its customers.'),
     form,
     h('section', { 'aria-labelledby': 'your-integrations' }, h('h2', { id: 'your-integrations' }, 'Your integrations'), listMsg.el, list),
   );

@@ -6,7 +6,7 @@ import { busy, field, h, messages, replace, table, time } from '../dom.js';
 
 const PAGE_SIZE = 50;
 const POLL_MS = 10_000;
-const CHANNEL_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat' };
+const CHANNEL_LABEL = { helpdesk: 'Helpdesk', webchat: 'Webchat', whatsapp: 'WhatsApp', telegram: 'Telegram' };
 const STATUS_LABEL = { active: 'Active', paused: 'Paused', closed: 'Closed' };
 const MOVED_BY = { operator: 'an operator', api_token: 'an API token', agent: 'the agent' };
 

@@ -1,5 +1,5 @@
-import { HelpdeskError, HISTORY_PAGE_SIZE, type HelpdeskClient, type HistoryMessage } from '../../lib/helpdesk-client.js';
-import { helpdeskTimeMs } from '../../schema/helpdesk-payloads.js';
+import { HelpdeskError, HISTORY_PAGE_SIZE, type HelpdeskClient, type HistoryMessage } from '../../helpdesk-client.js';
+import { helpdeskTimeMs } from '../../../schema/helpdesk-payloads.js';
 
 /**
  * Reconciliation of an uncertain send (contract.md § Delivery): a reply found in `sending` by

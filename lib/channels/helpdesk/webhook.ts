@@ -7,14 +7,19 @@ import {
   type HelpdeskStatusHook,
   type HelpdeskStatusPayload,
   helpdeskTimeMs,
-} from '../../schema/helpdesk-payloads.js';
-import { AppError } from '../../lib/errors.js';
-import { CONTACT_LIMITS, contactText } from '../../lib/leads.js';
-import type { CustomerContact, NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
-import { bodyValidator } from '../http/validate.js';
+} from '../../../schema/helpdesk-payloads.js';
+import { AppError } from '../../errors.js';
+import { bodyValidator } from '../../json-validation.js';
+import { CONTACT_LIMITS, contactText } from '../../leads.js';
+import type { CustomerContact, NormalisedMessage, NormalisedStatus } from '../../../schema/envelope.js';
+import type { Normalised, WebhookChannel } from '../types.js';
 
 /**
- * Turns a Chat2Desk webhook payload into what the gateway enqueues, or says it is ignored.
+ * The gateway's half of the helpdesk channel (Chat2Desk API v1 webhooks): a Chat2Desk webhook
+ * payload turned into what the gateway enqueues, or said to be ignored.
+ *
+ * - Proof: `sha256=<HMAC-SHA256 of the raw body, keyed with the webhook secret>` in
+ *   `x-webhook-signature` or `x-hub-signature-256` (gateway/webhook/signature.ts).
  *
  * - `hook_type` "inbox" or absent: a customer message (`type` "from_client" when present;
  *   other types such as to_client are echoes of operator / bot messages and are ignored).
@@ -84,6 +89,10 @@ function clientContact(client: unknown): CustomerContact | undefined {
 
 const bodyHash = (raw: Uint8Array): string => createHash('sha256').update(raw).digest('hex');
 
+/**
+ * One payload as at most one item (`ignored` says why it is not one); helpdeskWebhook.normalise
+ * is this as the channel interface's `{items}`.
+ */
 export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedAt: string): HelpdeskInbound {
   const isObject = input !== null && typeof input === 'object' && !Array.isArray(input);
   const payload = isObject ? withoutEmptyIds(input as Record<string, unknown>) : input;
@@ -137,3 +146,12 @@ export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedA
     },
   };
 }
+
+export const helpdeskWebhook: WebhookChannel = {
+  type: 'helpdesk',
+  proof: { kind: 'signature', headers: ['x-webhook-signature', 'x-hub-signature-256'] },
+  normalise(payload, raw, receivedAt): Normalised {
+    const inbound = normaliseHelpdesk(payload, raw, receivedAt);
+    return { items: inbound.kind === 'ignored' ? [] : [inbound] };
+  },
+};
