@@ -5,7 +5,7 @@
  * `name` and `phone` are read (the normaliser cleans them; never a reason to refuse).
  * Ids arrive as numbers or strings depending on the event, so both are accepted where
  * Chat2Desk is known to send either, and an id sent as "" counts as absent (the normaliser
- * drops it before these schemas see it); gateway/webhook/helpdesk-normaliser.ts turns them
+ * drops it before these schemas see it); lib/channels/helpdesk/webhook.ts turns them
  * into the one envelope shape (schema/envelope.ts).
  */
 export const HELPDESK_STATUS_HOOKS = ['close_dialog', 'close_request', 'dialog_transferred'] as const;
