@@ -5,7 +5,7 @@
  * a deadline, an answer of at most 1 MiB, keep-alive connections, at most 3 redirects, and
  * (for a tenant-supplied apiUrl) public addresses only.
  */
-import { OutboundError, outboundErrorIn, retryAfterMs, type OutboundErrorCode } from './outbound-errors.js';
+import { OutboundError, outboundErrorIn, retryAfterMs, transportFailureText, type OutboundErrorCode } from './outbound-errors.js';
 import { outboundRequest, parseJsonBody } from './outbound-http.js';
 import type { AddressGuard } from './address-guard.js';
 
@@ -52,22 +52,12 @@ export function helpdeskId(value: string | number): string | number {
   return typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
-/** What went wrong when no answer came back, in words for the user (after "the helpdesk"). */
-const TRANSPORT_FAILURE_TEXT: Partial<Record<OutboundErrorCode, string>> = {
-  TIMEOUT: 'timed out',
-  BODY_TOO_LARGE: `answered with more than ${MAX_HELPDESK_ANSWER_BYTES} bytes`,
-  BLOCKED_ADDRESS: 'refused: the address is private, loopback or link-local',
-  TOO_MANY_REDIRECTS: 'too many redirects',
-  NETWORK: 'unreachable',
-  ABORTED: 'aborted',
-  BAD_URL: 'not a usable URL',
-};
 
 /** Why a helpdesk call failed, in words fit for a tenant (after "the helpdesk"): the status or the failure, never the helpdesk's own text. */
 export function helpdeskFailureText(err: HelpdeskError): string {
   if (err.refused) return `answered status "error" (HTTP ${err.status})`;
   if (err.status !== null) return `answered HTTP ${err.status}`;
-  return TRANSPORT_FAILURE_TEXT[err.code] ?? 'unreachable';
+  return transportFailureText(err.code, MAX_HELPDESK_ANSWER_BYTES);
 }
 
 export interface HelpdeskWebhook {
@@ -139,7 +129,7 @@ export class HelpdeskClient {
         guard: this.#guard,
       });
     } catch (err) {
-      throw new HelpdeskError(`helpdesk ${method} ${path}: ${TRANSPORT_FAILURE_TEXT[transportCode(err)] ?? 'unreachable'}`, null, null, { cause: err });
+      throw new HelpdeskError(`helpdesk ${method} ${path}: ${transportFailureText(transportCode(err), MAX_HELPDESK_ANSWER_BYTES)}`, null, null, { cause: err });
     }
     const parsed = parseJsonBody(res.body);
     if (res.status < 200 || res.status > 299) {

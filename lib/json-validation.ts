@@ -9,10 +9,7 @@ import { storable, UNSTORABLE_MESSAGE, unstorableFields } from './text.js';
  * bodyValidator with the wording of its 400 VALIDATION_ERROR (one message per field).
  */
 
-/**
- * The smallest and largest magnitudes of a PostgreSQL `real` (single precision, normal numbers).
- * The same values as gateway/http/schemas.ts FLOAT_MIN / FLOAT_MAX (lib/ does not import gateway/).
- */
+/** The smallest and largest magnitudes of a PostgreSQL `real` (single precision, normal numbers). */
 export const FLOAT_MIN = 1.1754943508222875e-38;
 export const FLOAT_MAX = 3.4028234663852886e38;
 

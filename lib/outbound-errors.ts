@@ -130,3 +130,28 @@ export function retryAfterMs(value: string | string[] | undefined, nowMs = Date.
   }
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(ms)));
 }
+
+/**
+ * Why no answer came back from a server, in words for a tenant (after "the helpdesk", "telegram
+ * sendMessage: "): never the server's own text. `answerBytes`: the caller's answer cap.
+ */
+export function transportFailureText(code: OutboundErrorCode, answerBytes: number): string {
+  switch (code) {
+    case 'TIMEOUT':
+      return 'timed out';
+    case 'BODY_TOO_LARGE':
+      return `answered with more than ${answerBytes} bytes`;
+    case 'BLOCKED_ADDRESS':
+      return 'refused: the address is private, loopback or link-local';
+    case 'TOO_MANY_REDIRECTS':
+      return 'too many redirects';
+    case 'ABORTED':
+      return 'aborted';
+    case 'BAD_URL':
+      return 'not a usable URL';
+    case 'BAD_HEADER':
+      return 'not a usable request';
+    default:
+      return 'unreachable';
+  }
+}

@@ -15,9 +15,7 @@ export const USD = { type: 'string', pattern: '^-?\\d+\\.\\d{2,6}$' } as const;
 /** A row id of a big table (messages, ledger entries, chunks): beyond 32 bits in time. */
 export const BIG_ID = { type: 'integer', minimum: 1 } as const;
 export const COUNT = { type: 'integer', minimum: 0 } as const;
-/** The smallest and largest magnitudes of a PostgreSQL `real` (single precision, normal numbers). */
-export const FLOAT_MIN = 1.1754943508222875e-38;
-export const FLOAT_MAX = 3.4028234663852886e38;
+export { FLOAT_MAX, FLOAT_MIN } from '../../lib/json-validation.js';
 /** A share from 0 to 1 stored as `real`: `format: float` refuses what would round to 0 there (1e-46; gateway/http/validate.ts). */
 export const FRACTION = { type: 'number', format: 'float', minimum: 0, maximum: 1 } as const;
 export const STRING = { type: 'string' } as const;

@@ -8,7 +8,7 @@
  * method), and the errors below carry no URL either (outbound-http's messages and causes name
  * addresses, never paths).
  */
-import { MAX_RETRY_AFTER_MS, OutboundError, outboundErrorIn, retryAfterMs as retryAfterHeaderMs, type OutboundErrorCode } from '../../outbound-errors.js';
+import { MAX_RETRY_AFTER_MS, OutboundError, outboundErrorIn, retryAfterMs as retryAfterHeaderMs, transportFailureText, type OutboundErrorCode } from '../../outbound-errors.js';
 import { outboundRequest, parseJsonBody } from '../../outbound-http.js';
 
 export const DEFAULT_TELEGRAM_TIMEOUT_MS = 10_000;
@@ -57,17 +57,6 @@ export interface BotApiCallOptions {
   onWritten?: () => void;
 }
 
-/** What went wrong when no answer came back, in our words (after "telegram <method>: "). */
-const TRANSPORT_FAILURE_TEXT: Partial<Record<OutboundErrorCode, string>> = {
-  TIMEOUT: 'timed out',
-  BODY_TOO_LARGE: `answered with more than ${MAX_TELEGRAM_ANSWER_BYTES} bytes`,
-  TOO_MANY_REDIRECTS: 'too many redirects',
-  NETWORK: 'unreachable',
-  ABORTED: 'aborted',
-  BAD_URL: 'not a usable URL',
-  BAD_HEADER: 'not a usable request',
-};
-
 /** `parameters.retry_after` (seconds) in ms, capped; null when absent or unreadable. */
 function retryAfterOf(parameters: unknown): number | null {
   const seconds = parameters !== null && typeof parameters === 'object' ? (parameters as { retry_after?: unknown }).retry_after : undefined;
@@ -97,7 +86,7 @@ export async function callBotApi<T = unknown>(apiUrl: string, token: string, met
     });
   } catch (err) {
     const code = outboundErrorIn(err)?.code ?? 'NETWORK';
-    throw new TelegramApiError(method, code, `${where}: ${TRANSPORT_FAILURE_TEXT[code] ?? 'unreachable'}`, { cause: err });
+    throw new TelegramApiError(method, code, `${where}: ${transportFailureText(code, MAX_TELEGRAM_ANSWER_BYTES)}`, { cause: err });
   }
   const parsed = parseJsonBody(res.body);
   const answer = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as { ok?: unknown; result?: unknown; error_code?: unknown; description?: unknown; parameters?: unknown }) : null;
