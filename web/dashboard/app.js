@@ -148,8 +148,9 @@ async function route() {
   const role = roleOf(who);
   const page = where.page ?? (await defaultPage(role, controller.signal));
   if (current !== entry) return;
-  // The bare address shows the role's first page; the address says which.
-  if (!where.page) history.replaceState(null, '', `#/${page}`);
+  // The bare address shows the role's first page; the address says which. Not over a page chosen meanwhile: a click
+  // on the navigation changes the hash before its hashchange runs, and replacing it then would show this page instead.
+  if (!where.page && parseHash().page === null) history.replaceState(null, '', `#/${page}`);
   for (const a of shell.nav.querySelectorAll('a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
