@@ -1,9 +1,14 @@
+import { appendFileSync } from 'node:fs';
+import { smallTalkOf } from '../../lib/agents/decision.js';
+import { answerEvidence } from '../../lib/knowledge/answer-evidence.js';
+import { bestKnowledgeMatches } from '../../lib/knowledge/search.js';
 import { answerOutsideConversation, DEFAULT_RELEVANCE_THRESHOLD, type AgentProfile, type AnswerDeps } from '../../lib/agents/answer.js';
 import type { Orm, SqlPool } from '../../lib/db.js';
 import { TINY_BASES_EN } from '../knowledge/held-out-tiny-en.js';
 import { TINY_BASES_RU } from '../knowledge/held-out-tiny-ru.js';
 import type { TinyBase, TinyQuestion } from '../knowledge/held-out-tiny.js';
 import { TINY_DEV_BASES } from '../knowledge/tiny-dev.js';
+import { TINY_DEV_MORE_BASES } from '../knowledge/tiny-dev-more.js';
 import { baseInfo, createBase, createCompany, addDocument } from '../lib/help-centres.js';
 import { note, progress } from '../lib/progress.js';
 import { percentile } from '../lib/stats.js';
@@ -42,6 +47,7 @@ type Group = 'answerable' | 'paraphrase' | 'unanswerable' | 'off_topic' | 'ambig
 export async function runTinyTrust(orm: Orm, sql: SqlPool, deps: AnswerDeps): Promise<{ rows: Row[]; data: Record<string, unknown> }> {
   const all: { name: string; heldOut: boolean; bases: TinyBase[] }[] = [
     { name: 'dev: tiny bases (the issue\'s examples)', heldOut: false, bases: TINY_DEV_BASES },
+    { name: 'dev: tiny bases, more (written blind, tuned on)', heldOut: false, bases: TINY_DEV_MORE_BASES },
     { name: 'held out: tiny bases, English', heldOut: true, bases: TINY_BASES_EN.filter((b) => b.articles.length <= 6) },
     { name: 'held out: tiny bases, Russian', heldOut: true, bases: TINY_BASES_RU.filter((b) => b.articles.length <= 6) },
     { name: 'held out: a base of 15–20 articles, English', heldOut: true, bases: TINY_BASES_EN.filter((b) => b.articles.length > 6) },
@@ -76,6 +82,8 @@ export async function runTinyTrust(orm: Orm, sql: SqlPool, deps: AnswerDeps): Pr
         const decision = output.decision?.kind ?? null;
         if (decision !== 'greeting' && decision !== 'thanks' && decision !== 'asked_for_human') cpu.push((used.user + used.system) / 1000);
         const sourceDoc = output.kind === 'reply' ? (output.sources?.[0]?.documentId ?? null) : null;
+        // TRUST_DUMP=file: each development question's evidence, one JSON line (for tuning the decision offline).
+        if (process.env.TRUST_DUMP && !set.heldOut) await dumpEvidence(process.env.TRUST_DUMP, { ...deps, sql }, base, set.name, tiny, q, documents);
         const tally = tallies.get(q.kind) ?? empty();
         tallies.set(q.kind, tally);
         tally.questions++;
@@ -157,10 +165,19 @@ function summaryRows(name: string, heldOut: boolean, t: Map<Group, Tally>): Row[
   return rows;
 }
 
-function profile(companyId: number, knowledgeBaseId: number): AgentProfile {
+/** A built-in agent at the default threshold, as a new company has it. */
+export function profile(companyId: number, knowledgeBaseId: number): AgentProfile {
   return {
     agentId: 1, companyId, provider: 'builtin', knowledgeBaseId, systemPrompt: '', modelName: null, baseUrl: null, apiKeySealed: null, pricing: null, maxConcurrency: null,
     handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: DEFAULT_RELEVANCE_THRESHOLD, greeting: null, debounceMs: 0, hours: null, version: 1,
     outOfScopeText: null, knowledgePassages: 5,
   };
+}
+
+async function dumpEvidence(file: string, deps: AnswerDeps, base: Awaited<ReturnType<typeof baseInfo>>, set: string, tiny: TinyBase, q: TinyQuestion, documents: Map<string, number>): Promise<void> {
+  const text = smallTalkOf(q.text).question || q.text;
+  const found = (await bestKnowledgeMatches(deps.sql, [{ companyId: base.companyId, knowledgeBaseId: base.id, query: text }]))[0] ?? null;
+  const e = await answerEvidence(deps, base, text, found);
+  const passages = e.passages.map((p) => ({ documentId: p.documentId, title: p.title, confidence: p.confidence, lexical: p.lexical, semantic: p.semantic }));
+  appendFileSync(file, `${JSON.stringify({ set, base: tiny.key, language: tiny.language, articles: tiny.articles.length, text: q.text, kind: q.kind, answer: q.answer ? documents.get(q.answer) : null, options: (q.options ?? []).map((k) => documents.get(k)), known: e.known, semantic: e.semantic, passages })}\n`);
 }

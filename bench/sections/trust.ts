@@ -12,6 +12,7 @@ import { HELD_OUT_GREETED_QUESTIONS, HELD_OUT_SMALL_TALK, HELD_OUT_UNANSWERABLE 
 import { newScenario } from '../lib/env.js';
 import { baseInfo, createBase, createCompany, loadLabelled } from '../lib/help-centres.js';
 import { note, progress } from '../lib/progress.js';
+import { runRequestChecks } from './trust-requests.js';
 import { runTinyTrust } from './trust-tiny.js';
 import type { BenchContext, Row, SectionResult } from './types.js';
 
@@ -100,7 +101,8 @@ export async function runTrust(_ctx: BenchContext): Promise<SectionResult> {
       maxConcurrency: null, handoffMessage: undefined, onNoAnswer: 'handoff', fallbackMessage: null, relevanceThreshold: threshold, greeting: null, debounceMs: 0, hours: null, version: 1, outOfScopeText: null, knowledgePassages: 5,
     });
 
-    const all = sets();
+    // TRUST_DEV_ONLY=1: the development sets alone (while tuning: the held-out figures are not looked at).
+    const all = sets().filter((set) => process.env.TRUST_DEV_ONLY !== '1' || !set.heldOut);
     const results: { set: TrustSet; byThreshold: Map<number, Tally> }[] = [];
     let asked = 0;
     const total = all.reduce((n, set) => n + set.items.length, 0) * THRESHOLDS.length;
@@ -164,7 +166,8 @@ export async function runTrust(_ctx: BenchContext): Promise<SectionResult> {
     }
     const data = Object.fromEntries(results.map(({ set, byThreshold }) => [set.name, Object.fromEntries([...byThreshold].map(([t, x]) => [t.toFixed(2), x]))]));
     const tiny = await runTinyTrust(orm, sql, deps);
-    return { rows: [...rows, ...tiny.rows], data: { thresholds: THRESHOLDS, defaultThreshold: at, sets: data, tiny: tiny.data } };
+    const requests = await runRequestChecks(orm, sql, deps);
+    return { rows: [...rows, ...tiny.rows, ...requests.rows], data: { thresholds: THRESHOLDS, defaultThreshold: at, sets: data, tiny: tiny.data, requests: requests.data } };
   } finally {
     await sql.end();
     await orm.close(true);

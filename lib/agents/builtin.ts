@@ -18,6 +18,16 @@ const B = '(?<![\\p{L}\\p{N}])';
 const E = '(?![\\p{L}\\p{N}])';
 const phrase = (body: string) => new RegExp(`${B}(?:${body})${E}`, 'iu');
 
+/** Who a customer asks for (English): a person of the company, however named. */
+const PERSON_EN =
+  '(?:(?:an? |the |some |one of your |your |a member of )?(?:real |actual |live |human |other )?' +
+  '(?:person|human|human being|someone|somebody|anyone|anybody|employee|staff member|member of (?:staff|your team|the team)|team member|colleague|colleagues|manager|supervisor|owner|' +
+  'representative|rep|agent|operator|consultant|specialist|support (?:staff|team|person)|customer (?:service|support|care)(?: rep| agent| team| person)?))';
+/** The same in Russian (case endings left open). */
+const PERSON_RU = '(?:человек|живы\\p{L}* люд|менеджер|сотрудник|специалист|консультант|оператор|администратор|руководител|руководств|начальник)\\p{L}*';
+/** Verbs that ask for someone in Russian: call, connect, switch, invite, give… */
+const CALL_FOR_RU = '(?:позов|позв|позав|соедин|переключ|подключ|пригласи|свяж|дай|дайте|нужен|нужна|нужно|хочу)\\p{L}*';
+
 /**
  * Phrases that ask for a person. Matched on a normalised message (lowercase, `ё` → `е`,
  * punctuation removed, one space between words). Each entry is guarded against the common false positive it would
@@ -25,21 +35,35 @@ const phrase = (body: string) => new RegExp(`${B}(?:${body})${E}`, 'iu');
  */
 const HUMAN_REQUEST_PATTERNS: readonly RegExp[] = [
   // English
-  phrase('humans?(?! (?:resources|rights|error))'),
-  phrase('(?<!tour )operators?'),
-  phrase('real (?:person|people|human|agent)|live (?:agent|person|operator|support|chat)'),
+  phrase('(?<!(?:robots?|machines?|bots?) or )humans?(?! (?:resources|rights|error|hair|body|made))'),
+  phrase('(?<!(?:tour|mobile|camera|network|phone|drone|crane|sms|cell|cellular|video|bus|radio|machine|forklift|tv) )operators?(?! (?:of|for|do|does|did|use|used))'),
+  phrase('real (?:person|people|human)(?! (?:hair|leather))|actual (?:person|people|human|employee)|live (?:agent|person|operator|support|chat)'),
   phrase('agent please|please (?:an? )?agent|representative'),
-  phrase('(?:want|need|get me|give me) (?:an? )?(?:live |real |human )?agent'),
-  phrase('(?:talk|speak|chat) (?:to|with) (?:an? |some |your |the )?(?:someone|somebody|anyone|person|agent|manager|supervisor|staff|support|customer (?:service|support|care))'),
-  phrase('(?:connect|transfer|put) me (?:through )?(?:to|with) (?:an? |your |the )?(?:person|agent|someone|somebody|manager|operator|support|customer (?:service|support))'),
-  phrase('(?:anyone|someone|somebody) (?:i|we) (?:can|could) (?:talk|speak) (?:to|with)|(?:call|ring) me back'),
+  phrase(`(?:want|need|get me|give me|find me|send me|bring me) ${PERSON_EN}(?! (?:to sign|at home|to be present|to collect|to pick))`),
+  phrase(`(?:talk|speak|chat|communicate) (?:to|with) (?:${PERSON_EN}|support)`),
+  phrase(`(?:connect|transfer|pass|put|switch|forward|escalate|hand)(?:ed)? (?:me |this |it )?(?:through |over |on )?(?:to|with) (?:${PERSON_EN}|support)`),
+  phrase(`${PERSON_EN} (?:from [\\p{L} ]{1,30} )?(?:to )?(?:call|ring|phone|contact|message|text|email|reach out to|get back to|get in touch with) me(?! (?:when|if|before|once|after))`),
+  phrase(`let ${PERSON_EN} (?:answer|reply|respond|handle|take over|help)`),
+  phrase('(?:person|human|manager|agent|operator|representative|rep|staff) (?:please|pls|plz|asap)'),
+  phrase('(?:anyone|anybody|someone|somebody) (?:real|human|alive|from (?:the|your) team)(?: \\p{L}+)? (?:there|online|here|around)|(?:anyone|anybody|someone) online|(?:anyone|someone|somebody) (?:i|we) (?:can|could) (?:talk|speak) (?:to|with)'),
+  phrase('(?<!(?:do|will|would|does|did|should|can) (?:you|they|we|it|the \\p{L}+) )(?:call|ring|phone) me(?: back)?(?! (?:when|if|before|once|after))|callback|call back|give me a call|on the phone with|(?:get|have|put) (?:someone|somebody|a person|a manager|an agent) on the phone'),
+  phrase("(?:stop (?:the |this |your )?|no more |enough of (?:the |this |your )?)(?:chat ?bots?|bots?|robots?|automated (?:answers|replies|responses|messages))|not (?:a|the|this|your) (?:chat ?bot|bot|robot)|(?:don'?t|do not) want (?:to (?:talk|chat|speak) (?:to|with) )?(?:a |the |your )?(?:chat ?bot|bot|robot|machine)|bot go away|(?:stop|quit) replying automatically"),
+  // Asking for someone by their role ("the mechanic", "the receptionist"): to talk with them, directly or in person.
+  phrase("(?:can|could|may) (?:i|we) (?:talk|speak|chat|have a word) (?:to|with) (?:the|your|a|an|one of your|someone|somebody)|(?:i'?d|i would|we'?d) (?:like|love) to (?:talk|speak|chat) (?:to|with)|have a word with|(?:talk|speak|chat) (?:to|with) (?:the |your )?\\p{L}+ (?:directly|in person|personally|face to face)|(?:call|ring|phone|reach) (?:someone|somebody|a person) (?:at|from|in)"),
+  phrase('(?:anyone|someone|somebody) (?:from (?:the|your) (?:team|staff|shop|store|office) )?(?:i|we) (?:can|could) (?:talk|speak|chat)'),
   // Russian (and Ukrainian)
-  phrase('(?<!(?:мобильн|сотов)\\p{L}* )оператор\\p{L}*(?! связи)'),
-  phrase('жив\\p{L}* (?:человек|собеседник|менеджер|сотрудник|специалист|людин)\\p{L}*'),
-  phrase('(?:позов|позв|соедин|переключ|свяж|дай|нужен|нужна|нужно|хочу)\\p{L}* (?:(?!на )\\p{L}+ ){0,2}(?:с |со )?(?:человек|менеджер|специалист|сотрудник|консультант)\\p{L}*'),
-  phrase('(?:поговорить|общаться|связаться|пообщаться) (?:с|со) (?:\\p{L}+ )?(?:человеком|менеджером|специалистом|сотрудником|консультантом|администратором|мастером|врачом|кем-нибудь|кем-то|кем нибудь|кем то)'),
-  phrase('с (?:кем нибудь|кем то|человеком|менеджером|оператором) (?:можно )?(?:поговорить|пообщаться|связаться)'),
-  phrase('(?:позов|соедин|свяж|переключ)\\p{L}* (?:(?!на )\\p{L}+ ){0,2}(?:с |со )?(?:администратор|кого-нибудь|кого-то|кого нибудь|кого то)\\p{L}*'),
+  phrase('(?<!(?:мобильн|сотов|как|каког|каким|через)\\p{L}* )оператор\\p{L}*(?! (?:связи|дрона|сотов|мобильн|смс|sms|вы|отправ|дост))'),
+  phrase('жив\\p{L}* (?:человек|собеседник|менеджер|сотрудник|специалист|консультант|оператор|люд|людин)\\p{L}*|есть кто живой|кто нибудь реальный|кто то реальный|реальн\\p{L}* (?:человек|сотрудник|менеджер)\\p{L}*'),
+  phrase(`${CALL_FOR_RU} (?:(?!на |к |ко |запис)\\p{L}+ ){0,2}(?:с |со |на )?(?:${PERSON_RU}|кого нибудь|кого то)`),
+  phrase(`(?<!\\p{N} ?)(?:${PERSON_RU}|кого нибудь|кого то) (?:\\p{L}+ )?(?:позов|позв|позав|пригласи|подключ|нужен|нужна)\\p{L}*|(?:оператор|менеджер|консультант|администратор)\\p{L}* (?:пожалуйста|плиз|пж|срочно)`),
+  phrase(`(?:поговорить|общаться|пообщаться|связаться|переписываться|говорить) (?:с|со) (?:\\p{L}+ ){0,2}(?:${PERSON_RU}|мастером|врачом|кем нибудь|кем то)`),
+  phrase('с (?:кем нибудь|кем то|человеком|менеджером|оператором|сотрудником) (?:\\p{L}+ ){0,2}(?:можно )?(?:поговорить|пообщаться|связаться)'),
+  phrase('можно (?:\\p{L}+ )?(?:человека|менеджера|сотрудника|специалиста|консультанта|оператора|администратора|руководителя)(?![\\p{L}])|можно (?:с|со) (?:\\p{L}+ )?(?:человеком|менеджером|сотрудником|специалистом|консультантом|оператором|администратором|руководителем)(?![\\p{L}])'),
+  phrase('перезвон\\p{L}*|(?:позвоните|наберите|набери|напишите) мне|мне (?:позвон|набер|перезвон)\\p{L}*|(?:свяжитесь|свяжись) со мной|связа\\p{L}* со мной|(?:наберите|набери) меня|со мной (?:связал|связа|свяж)\\p{L}*|(?:звонка|звонок) от (?:менеджер|сотрудник|оператор)\\p{L}*'),
+  phrase('пусть (?:\\p{L}+ ){0,3}(?:перезвон|позвон|набер|ответит|свяж)\\p{L}*'),
+  phrase('(?:не хочу|надоел\\p{L}*|хватит|отстань|достал\\p{L}*)(?: \\p{L}+){0,3} (?:бот|робот|автоответ|автомат)\\p{L}*|(?:с|со) (?:бот|робот)(?:ом|ами)(?! пылесос)|робот отстань'),
+  // By role ("позовите кондитера", "соедините с методистом", "поговорить с флористом напрямую").
+  phrase('(?:позовите|позови|пригласите|соедините|соедини|переключите|переключи)(?! (?:меня )?(?:на (?:сайт|страниц|оплат)))|(?:поговорить|пообщаться|побеседовать|переговорить) (?:с|со) (?!(?:вами|нами|тобой|ним|ней|ними)(?![\\p{L}]))\\p{L}+(?:ом|ем|ой|ей|ым|им)(?![\\p{L}])|(?:лично|напрямую) (?:с |со )?(?:\\p{L}+ )?(?:поговорить|пообщаться|обсудить)|(?:обсудить|поговорить|пообщаться) (?:\\p{L}+ )?(?:лично|напрямую)'),
   phrase('з людиною|жива людина'),
   // Spanish / Portuguese, German, French
   phrase('humano|persona real|pessoa real|atendente|hablar con (?:alguien|una persona|un agente)'),
@@ -51,7 +75,7 @@ const HUMAN_REQUEST_PATTERNS: readonly RegExp[] = [
  * A message that is just "человек!" / "человека" / "agent" asks for a person; inside a
  * sentence the word usually counts people, or is someone else ("travel agent").
  */
-const BARE_PERSON = /^(?:человек|человека|людина|(?:an? )?agents?)$/u;
+const BARE_PERSON = /^(?:человек|человека|людина|менеджер|менеджера|оператор|оператора|сотрудник|сотрудника|консультант|консультанта|администратор|администратора|(?:an? )?agents?|(?:a )?person|(?:an? )?(?:human|operator|manager))$/u;
 
 function normaliseMessage(text: string): string {
   return text.normalize('NFKC').toLowerCase().replace(/ё/g, 'е').replace(/\s+/g, ' ').trim();

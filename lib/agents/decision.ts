@@ -20,10 +20,10 @@ export const DECISION_QUESTION_LENGTH = 500;
 const GREETINGS = [
   // English
   'good morning', 'good afternoon', 'good evening', 'good day', 'hello there', 'hi there', 'hey there', 'hi all', 'hello all', 'hello everyone', 'hi everyone',
-  'dear team', 'dear support', 'hi team', 'hello team', 'hey team', 'how are you', 'how are you doing', 'how is it going', 'hows it going', 'whats up', 'good to see you',
+  'dear team', 'dear support', 'hi team', 'hello team', 'hey team', 'how are you', 'how are you doing', 'how is it going', 'hows it going', 'whats up', 'good to see you', 'hope you are doing well', 'hope youre doing well', 'hope you are well', 'hope youre well',
   'anyone there', 'anybody there', 'is anyone there', 'is anybody there', 'hello', 'hi', 'hey', 'hiya', 'howdy', 'greetings', 'yo', 'morning', 'evening', 'heya', 'helo', 'hallo', 'hii', 'hiii', 'heyy', 'sup',
   // Russian, Ukrainian
-  'доброе утро', 'добрый день', 'добрый вечер', 'доброй ночи', 'доброго дня', 'доброго времени суток', 'всем привет', 'привет всем', 'как дела', 'как поживаете',
+  'доброе утро', 'добрый день', 'добрый вечер', 'доброй ночи', 'доброго дня', 'доброго времени суток', 'добрый', 'всем привет', 'привет всем', 'как дела', 'как поживаете',
   'есть кто', 'есть кто нибудь', 'кто нибудь здесь', 'приветствую вас', 'здравствуйте', 'здравствуй', 'здрасте', 'здрасьте', 'привет', 'приветик', 'приветствую', 'хай', 'салют', 'здорово', 'день добрый', 'вечер добрый',
   'доброго ранку', 'добрий день', 'добрий вечір', 'вітаю', 'привіт',
   // German, Spanish, Portuguese, French, Italian
@@ -33,21 +33,21 @@ const GREETINGS = [
 
 const THANKS = [
   // English
-  'thanks for your help', 'thank you for your help', 'thanks for the help', 'thanks for helping', 'thanks a million', 'thank you very much', 'thank you so much', 'thanks a lot', 'thank u', 'thanks mate', 'cheers mate', 'thanks so much', 'many thanks', 'thanks a bunch', 'much appreciated', 'thank you', 'thanks', 'thx', 'thnx', 'thanx', 'ty', 'tysm', 'cheers',
+  'thanks for your help', 'thank you for your help', 'thanks for the help', 'thanks for helping', 'thanks a million', 'thank you very much', 'thank you so much', 'thanks a lot', 'thx a lot', 'thank you a lot', 'ty a lot', 'thank u', 'thanks mate', 'cheers mate', 'thanks so much', 'many thanks', 'thanks a bunch', 'much appreciated', 'nice one', 'thank you', 'thanks', 'thx', 'thnx', 'thanx', 'ty', 'tysm', 'cheers',
   'that helps', 'that helped', 'that was helpful', 'very helpful', 'that is helpful', 'thats helpful', 'helpful', 'appreciate it', 'i appreciate it', 'great', 'perfect', 'awesome', 'excellent', 'wonderful', 'nice', 'cool', 'super',
   'got it', 'understood', 'i see', 'makes sense', 'that makes sense', 'all clear', 'clear', 'ok', 'okay', 'okey', 'k', 'kk', 'alright', 'all right', 'fine', 'good', 'sure', 'noted', 'no problem',
-  'bye', 'goodbye', 'good bye', 'bye bye', 'see you', 'see ya', 'have a nice day', 'have a good day', 'have a great day', 'have a good one', 'have a nice one', 'have a great one', 'take care', 'that is all', 'thats all', 'thats it', 'that is it', 'nothing else', 'thats all i needed', 'that is all i needed', 'thats all i need', 'bye for now',
+  'bye', 'goodbye', 'good bye', 'bye bye', 'see you', 'see ya', 'have a nice day', 'have a good day', 'have a great day', 'have a good one', 'have a nice one', 'have a great one', 'take care', 'that is all', 'thats all', 'thats it', 'that is it', 'nothing else', 'thats all i needed', 'that is all i needed', 'thats all i need', 'bye for now', 'good night', 'night night',
   // Russian, Ukrainian
-  'спасибо за ответ', 'спасибо за информацию', 'спасибки', 'спасибочки', 'большое спасибо', 'спасибо большое', 'огромное спасибо', 'спасибо огромное', 'спасибо за помощь', 'спасибо вам', 'благодарю вас', 'благодарю', 'спасибо', 'спс', 'пасиб', 'пасибо', 'сенкс',
-  'все понятно', 'теперь понятно', 'все ясно', 'теперь ясно', 'понятно', 'ясно', 'понял', 'поняла', 'понял спасибо', 'хорошо', 'отлично', 'супер', 'класс', 'ок', 'окей', 'ладно', 'договорились', 'помогло', 'вы помогли',
-  'до свидания', 'всего доброго', 'всего хорошего', 'хорошего дня', 'пока', 'до встречи', 'больше ничего', 'это все', 'все спасибо',
+  'спасибо за ответ', 'благодарю за ответ', 'благодарю за помощь', 'мерси', 'спасибо за информацию', 'спасибки', 'спасибочки', 'большое спасибо', 'спасибо большое', 'огромное спасибо', 'спасибо огромное', 'спасибо за помощь', 'спасибо вам', 'благодарю вас', 'благодарю', 'спасибо', 'спс', 'пасиб', 'пасибо', 'сенкс',
+  'все понятно', 'теперь понятно', 'все ясно', 'теперь ясно', 'понятно', 'ясно', 'понял', 'поняла', 'понял спасибо', 'хорошо', 'отлично', 'супер', 'класс', 'ок', 'окей', 'ладно', 'договорились', 'помогло', 'вы помогли', 'вы очень помогли', 'очень помогли',
+  'до свидания', 'до свиданья', 'хорошего вечера', 'хороших выходных', 'удачи', 'всего доброго', 'всего хорошего', 'хорошего дня', 'пока', 'до встречи', 'больше ничего', 'это все', 'все спасибо',
   'дякую', 'щиро дякую', 'дуже дякую', 'до побачення', 'все зрозуміло', 'зрозуміло', 'добре',
   // German, Spanish, Portuguese, French, Italian
   'vielen dank', 'danke schön', 'danke schon', 'danke', 'tschüss', 'tschuss', 'muchas gracias', 'gracias', 'adios', 'obrigado', 'obrigada', 'merci beaucoup', 'merci', 'au revoir', 'grazie mille', 'grazie',
 ];
 
 /** Words that only address or soften, allowed anywhere in small talk ("thanks again!", "hi guys"). */
-const FILLERS = new Set(['again', 'so', 'very', 'much', 'guys', 'folks', 'all', 'there', 'to', 'you', 'u', 'everyone', 'team', 'and', 'oh', 'ah', 'well', 'yes', 'yeah', 'yep', 'ну', 'вам', 'тебе', 'и', 'да', 'еще', 'раз', 'вот', 'ага', 'угу']);
+const FILLERS = new Set(['again', 'so', 'very', 'much', 'guys', 'folks', 'all', 'there', 'to', 'you', 'u', 'everyone', 'team', 'and', 'oh', 'ah', 'well', 'yes', 'yeah', 'yep', 'now', 'ну', 'очень', 'теперь', 'вам', 'тебе', 'и', 'да', 'еще', 'раз', 'вот', 'ага', 'угу']);
 
 type Phrase = { words: string[]; kind: SmallTalk };
 const PHRASES: Phrase[] = [...GREETINGS.map((p) => ({ p, kind: 'greeting' as const })), ...THANKS.map((p) => ({ p, kind: 'thanks' as const }))]

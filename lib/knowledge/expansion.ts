@@ -1,4 +1,5 @@
 import { withoutStopWords } from './stop-words.js';
+import { SERVICE_SYNONYM_GROUPS } from './synonyms-services.js';
 import { SYNONYM_GROUPS } from './synonyms.js';
 
 /**
@@ -49,7 +50,7 @@ interface Entry {
   group: number;
 }
 
-const GROUPS: string[][] = SYNONYM_GROUPS.map((g) => [...new Set(g.map(withoutStopWords).filter((e) => e !== ''))]);
+const GROUPS: string[][] = [...SYNONYM_GROUPS, ...SERVICE_SYNONYM_GROUPS].map((g) => [...new Set(g.map(withoutStopWords).filter((e) => e !== ''))]);
 /** Entries by their first word's first three letters (a question's word is looked up by its own). */
 const ENTRIES = new Map<string, Entry[]>();
 GROUPS.forEach((group, index) => {
@@ -64,6 +65,31 @@ GROUPS.forEach((group, index) => {
 /** The one-word members of each group: what a matched word is searched as besides itself. */
 const SINGLE_WORDS: string[][] = GROUPS.map((g) => g.filter((e) => !e.includes(' ')));
 
+/**
+ * An object pronoun may sit inside a listed phrasal verb: "bring them back", "send it back",
+ * "get my money back" are "bring back", "send back", "money back".
+ */
+const PHRASE_GAP_WORDS: ReadonlySet<string> = new Set(['it', 'them', 'this', 'these', 'those', 'that', 'one', 'ones', 'my', 'our', 'your', 'his', 'her', 'its', 'their', 'everything', 'all']);
+
+/** The question's words that a listed phrase matches from position `i` (one gap word at most), or null. */
+function phraseAt(words: string[], i: number, phrase: string[]): string[] | null {
+  if (!sameWord(words[i]!, phrase[0]!)) return null;
+  const out = [words[i]!];
+  let at = i + 1;
+  let gapped = false;
+  for (let k = 1; k < phrase.length; k++) {
+    if (at < words.length && sameWord(words[at]!, phrase[k]!)) {
+      out.push(words[at++]!);
+      continue;
+    }
+    if (gapped || at + 1 >= words.length || !PHRASE_GAP_WORDS.has(words[at]!) || !sameWord(words[at + 1]!, phrase[k]!)) return null;
+    gapped = true;
+    out.push(words[at + 1]!);
+    at += 2;
+  }
+  return out;
+}
+
 /** The pairs of a question as searched (`searchText`: lowercased words without stop words). */
 export function expandQuestion(searched: string): Expansion[] {
   const words = searched === '' ? [] : searched.split(' ');
@@ -71,9 +97,9 @@ export function expandQuestion(searched: string): Expansion[] {
   const seen = new Set<string>();
   for (let i = 0; i < words.length && out.length < MAX_EXPANSIONS; i++) {
     for (const entry of ENTRIES.get(words[i]!.slice(0, 3)) ?? []) {
-      if (i + entry.words.length > words.length) continue;
-      if (!entry.words.every((w, j) => sameWord(words[i + j]!, w))) continue;
-      for (const word of words.slice(i, i + entry.words.length)) {
+      const matched = phraseAt(words, i, entry.words);
+      if (!matched) continue;
+      for (const word of matched) {
         for (const synonym of SINGLE_WORDS[entry.group]!) {
           const key = `${word} ${synonym}`;
           if (synonym === word || seen.has(key) || out.length >= MAX_EXPANSIONS) continue;

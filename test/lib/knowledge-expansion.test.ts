@@ -27,7 +27,12 @@ t.test('a question gets the synonyms of its words, phrases matched whole', async
   const money = expandQuestion(searchText('when do I get my money back?'));
   t.ok(money.some((e) => e.word === 'money' && e.synonym === 'refund') && money.some((e) => e.word === 'back' && e.synonym === 'refund'), 'a phrase gives its synonyms to each of its words');
   t.notOk(synonymsOf('I hurt my back', 'back').includes('refund'), 'a word of a phrase alone brings nothing');
-  t.same(expandQuestion(searchText('bicycle helmet')), [], 'words of no group bring nothing');
+  t.same(expandQuestion(searchText('purple umbrella')), [], 'words of no group bring nothing');
+  t.ok(synonymsOf('the boots pinch, can I bring them back?', 'bring').includes('return'), 'a pronoun inside a phrasal verb ("bring them back")');
+  t.ok(synonymsOf('can I send these back?', 'send').includes('return'));
+  t.notOk(synonymsOf('bring the kids back to school', 'bring').includes('return'), 'one pronoun at most, not any word');
+  t.ok(synonymsOf('how much is a haircut?', 'haircut').length > 0, 'the words of services and places (lib/knowledge/synonyms-services.ts)');
+  t.ok(synonymsOf('можно записаться на субботу?', 'записаться').length > 0);
   t.same(expandQuestion(''), []);
   t.notOk(expandQuestion(searchText('guarantee')).some((e) => e.synonym.includes(' ')), 'synonyms are single words');
   t.notOk(expandQuestion(searchText('guarantee')).some((e) => e.synonym === e.word), 'a word is not its own synonym');
