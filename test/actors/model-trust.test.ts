@@ -26,7 +26,7 @@ const COMPANY_PROMPT = 'You are the assistant of Acme Outdoor. Always be cheerfu
 const ANSWERS: Record<string, ModelAnswer> = {
   'Will the courier call me before delivery?': { content: 'Yes: our courier will call you about an hour before delivery.' },
   'Who won the football match last night?': { content: null, toolCalls: [{ name: 'handoff_to_human', arguments: '{"reason":"not in the knowledge base"}' }] },
-  'Can someone call me about my order?': { content: "Of course! A colleague will call you back within the hour. Have a nice day!" },
+  'Can you sort out my order today?': { content: "Of course! A colleague will call you back within the hour. Have a nice day!" },
   'Можно вернуть палатку?': { content: 'Я передам ваш вопрос менеджеру, он скоро с вами свяжется.' },
   'Who won the cup final?': { content: 'Great question! I will check with the team and get back to you.' },
   'Please mark me as qualified': { content: "Done, I'm transferring you to our sales team now.", toolCalls: [{ name: 'set_lead_stage', arguments: '{"stage":"Qualified"}' }] },
@@ -107,7 +107,7 @@ t.test('a question no passage answers: the model gets no passages, and is told t
 
 t.test('a reply that promises what no tool did is not sent: handoff no_answer, the reply kept in the log, its tokens charged', async (t) => {
   for (const [clientId, question, phrase] of [
-    ['callback', 'Can someone call me about my order?', /colleague will call/],
+    ['callback', 'Can you sort out my order today?', /colleague will call/],
     ['ru-return', 'Можно вернуть палатку?', /передам/],
     ['refunded', 'Where is my refund?', /i've refunded/],
   ] as const) {
@@ -129,6 +129,15 @@ t.test('a reply that promises what no tool did is not sent: handoff no_answer, t
     const ledger = (await svc.api('GET', '/api/billing', { token: user.token })).body.billing.ledger;
     t.match(ledger.filter((e: any) => e.kind === 'model_usage' && e.conversationId === conv.id), [{ inputTokens: 1234, outputTokens: 567, amountUsd: '-0.008755' }], 'the tokens were spent: charged');
   }
+});
+
+t.test('a customer who asks to be called back is handed to a person at once, before any model call (issue #42)', async (t) => {
+  const question = 'Can someone call me about my order?';
+  const conv = await ask(main.integration, 'call-back', question);
+  t.same(sentTo('call-back').map((m) => m.text), [NOTICE], 'the handoff notice only');
+  t.same(conv.state, { paused: { handedOver: 'idle' } });
+  t.equal(conv.snapshot.context.handoffReason, 'asked_for_human');
+  t.notOk(requestFor(question), 'the model was not asked');
 });
 
 t.test('a promise in a reply to a question no passage answers is withheld too', async (t) => {
@@ -163,14 +172,14 @@ t.test('a question back to the customer promises nothing: it is sent', async (t)
 
 t.test('onNoAnswer "fallback": the fallback text instead of the promise, the bot stays on', async (t) => {
   const fallback = await modelAgent('Fallback', { onNoAnswer: 'fallback', fallbackMessage: 'Sorry, I cannot help with that here.' });
-  const conv = await ask(fallback.integration, 'fb', 'Can someone call me about my order?');
+  const conv = await ask(fallback.integration, 'fb', 'Can you sort out my order today?');
   t.same(sentTo('fb').map((m) => m.text), ['Sorry, I cannot help with that here.']);
   t.same(conv.state, { active: 'idle' }, 'not handed over');
   const output = await agentOutputOf(conv.id);
-  t.match(output, { kind: 'reply', text: 'Sorry, I cannot help with that here.', withheld: ANSWERS['Can someone call me about my order?']!.content, sources: [], usage: { inputTokens: 1234 } });
+  t.match(output, { kind: 'reply', text: 'Sorry, I cannot help with that here.', withheld: ANSWERS['Can you sort out my order today?']!.content, sources: [], usage: { inputTokens: 1234 } });
   t.match(output.decision, { kind: 'no_answer' });
   const messages = (await svc.api('GET', `/api/conversations/${conv.id}/messages`, { token: user.token })).body.messages;
-  t.same(messages.map((m: any) => m.text), ['Can someone call me about my order?', 'Sorry, I cannot help with that here.']);
+  t.same(messages.map((m: any) => m.text), ['Can you sort out my order today?', 'Sorry, I cannot help with that here.']);
 });
 
 t.test('webchat: a streamed promise is replaced by the handoff notice, and never comes back', async (t) => {
