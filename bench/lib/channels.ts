@@ -127,6 +127,9 @@ export function helpdeskWebhooks(integrationId: number, secret: string, idPrefix
   };
 }
 
+/** A customer's number for the direct channels' senders, from the helpdesk's client id (a number, or digits in a string). */
+const clientNumber = (clientNo: number | string) => (typeof clientNo === 'number' ? clientNo : Number(String(clientNo).replace(/\D/g, '')) || 0);
+
 /** WhatsApp Cloud API (Meta's body, X-Hub-Signature-256 with the app secret); a unique wamid per `i`. */
 export function whatsappWebhooks(integrationId: number, appSecret: string, account: WhatsAppAccount): ChannelWebhooks {
   return {
@@ -134,7 +137,7 @@ export function whatsappWebhooks(integrationId: number, appSecret: string, accou
     integrationId,
     path: `/api/webhook/whatsapp/${integrationId}`,
     body: (i, clientNo, text) => {
-      const n = typeof clientNo === 'number' ? clientNo : Number(String(clientNo).replace(/\D/g, '')) || 0;
+      const n = clientNumber(clientNo);
       return whatsappBody(account, wamidOf(whatsappFrom(n), i), n, text);
     },
     headers: (body) => ({ 'content-type': 'application/json', 'x-hub-signature-256': whatsappSignature(appSecret, body), 'user-agent': 'facebookexternalua' }),
@@ -148,10 +151,7 @@ export function telegramWebhooks(integrationId: number, secret: string, firstUpd
     channel: 'telegram',
     integrationId,
     path: `/api/webhook/telegram/${integrationId}`,
-    body: (i, clientNo, text) => {
-      const n = typeof clientNo === 'number' ? clientNo : Number(String(clientNo).replace(/\D/g, '')) || 0;
-      return telegramBody(firstUpdateId + i, n, text, i + 1);
-    },
+    body: (i, clientNo, text) => telegramBody(firstUpdateId + i, clientNumber(clientNo), text, i + 1),
     headers: () => headers,
   };
 }

@@ -66,10 +66,10 @@ GROUPS.forEach((group, index) => {
 const SINGLE_WORDS: string[][] = GROUPS.map((g) => g.filter((e) => !e.includes(' ')));
 
 /**
- * An object pronoun may sit inside a listed phrasal verb: "bring them back", "send it back",
- * "get my money back" are "bring back", "send back", "money back".
+ * An object pronoun may sit inside a listed phrasal verb: "bring them back", "send these back"
+ * are "bring back", "send back" ("it", "my", "this" are stop words, gone before this reads).
  */
-const PHRASE_GAP_WORDS: ReadonlySet<string> = new Set(['it', 'them', 'this', 'these', 'those', 'that', 'one', 'ones', 'my', 'our', 'your', 'his', 'her', 'its', 'their', 'everything', 'all']);
+const PHRASE_GAP_WORDS: ReadonlySet<string> = new Set(['them', 'these', 'those', 'one', 'ones', 'his', 'her', 'their', 'everything', 'all']);
 
 /** The question's words that a listed phrase matches from position `i` (one gap word at most), or null. */
 function phraseAt(words: string[], i: number, phrase: string[]): string[] | null {

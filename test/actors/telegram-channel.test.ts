@@ -1,6 +1,6 @@
 import t from 'tap';
 import { insertChannelIntegration, postTelegram, telegramTextUpdate, tgCustomerWrites } from '../support/channel-integrations.js';
-import { startOpenAiStub } from '../support/openai-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { startTelegramStub, TEST_BOT_TOKEN } from '../support/telegram-stub.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
@@ -17,15 +17,10 @@ const svc = await startTestService(t, 'telegram_channel', { env: { PARTITIONS: '
 dropNatsPrefixAtEnd(t, svc);
 const { api } = svc;
 const LONG = 'word '.repeat(1000).trim(); // 4999 characters
-const llm = await startOpenAiStub(t);
-llm.respond((req) => {
-  const text = llm.lastUserText(req);
-  return { content: text.startsWith('LONG') ? LONG : `echo: ${text}`, chunkDelayMs: 0 };
-});
+const llm = await startRepeatingModel(t, { answer: (text) => (text.startsWith('LONG') ? LONG : undefined) });
 const user = await signUp(api, 'Telegram Co');
-const agent = await api('POST', '/api/agents', { token: user.token, body: { name: 'Echo', model: { provider: 'openai', name: 'repeater-1', baseUrl: llm.baseUrl, apiKey: 'sk-echo' } } });
-if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`);
-const integration = await insertChannelIntegration(svc, { companyId: user.companyId, agentId: agent.body.agent.id, type: 'telegram', apiToken: TEST_BOT_TOKEN });
+const agentId = await llm.createAgent(api, user.token);
+const integration = await insertChannelIntegration(svc, { companyId: user.companyId, agentId, type: 'telegram', apiToken: TEST_BOT_TOKEN });
 const worker = await startTestWorker(t, svc, { workerId: 'tg-1' });
 await waitForPartitions([worker], 2);
 

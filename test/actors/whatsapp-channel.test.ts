@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { insertChannelIntegration, postWhatsApp, testWamid, waCustomerWrites, waMessagesBody, webhookUrl } from '../support/channel-integrations.js';
-import { startOpenAiStub } from '../support/openai-stub.js';
+import { startRepeatingModel } from '../support/repeating-model.js';
 import { signUp, startTestService } from '../support/service.js';
 import { dropNatsPrefixAtEnd } from '../support/webhooks.js';
 import { startWhatsAppStub } from '../support/whatsapp-stub.js';
@@ -18,15 +18,10 @@ const svc = await startTestService(t, 'whatsapp_channel', { env: { PARTITIONS: '
 dropNatsPrefixAtEnd(t, svc);
 const { api } = svc;
 const LONG = 'word '.repeat(1000).trim(); // 4999 characters
-const llm = await startOpenAiStub(t);
-llm.respond((req) => {
-  const text = llm.lastUserText(req);
-  return { content: text.startsWith('LONG') ? LONG : `echo: ${text}`, chunkDelayMs: 0 };
-});
+const llm = await startRepeatingModel(t, { answer: (text) => (text.startsWith('LONG') ? LONG : undefined) });
 const user = await signUp(api, 'WhatsApp Co');
-const agent = await api('POST', '/api/agents', { token: user.token, body: { name: 'Echo', model: { provider: 'openai', name: 'repeater-1', baseUrl: llm.baseUrl, apiKey: 'sk-echo' } } });
-if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`);
-const integration = await insertChannelIntegration(svc, { companyId: user.companyId, agentId: agent.body.agent.id, type: 'whatsapp', apiToken: graph.token, phoneNumberId: graph.account.phoneNumberId });
+const agentId = await llm.createAgent(api, user.token);
+const integration = await insertChannelIntegration(svc, { companyId: user.companyId, agentId, type: 'whatsapp', apiToken: graph.token, phoneNumberId: graph.account.phoneNumberId });
 const hook = webhookUrl(svc.url, integration);
 graph.connect(hook, integration.webhookSecret, { read: true });
 const worker = await startTestWorker(t, svc, { workerId: 'wa-1' });

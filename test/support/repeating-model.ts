@@ -9,6 +9,7 @@ import type { ApiClient } from './service.js';
  * through its real agent runner, trust rules included (a customer asking for a person is
  * handed off before any call; a reply promising what no tool did is withheld).
  *
+ * `answer(text)` replaces the echo for the messages it returns a text for (a very long reply, say).
  * `delayMs(text)` is the model's thinking time before its answer (none by default: give it
  * only where a test is about timing). A streamed answer (webchat) comes in its pieces without
  * pauses between them. The model name is not on the price list: its calls cost nothing, so
@@ -23,11 +24,11 @@ export interface RepeatingModel extends OpenAiStub {
 
 const REPEATING_MODEL_NAME = 'repeater-1';
 
-export async function startRepeatingModel(t: Test, options: { delayMs?: (text: string) => number } = {}): Promise<RepeatingModel> {
+export async function startRepeatingModel(t: Test, options: { delayMs?: (text: string) => number; answer?: (text: string) => string | undefined } = {}): Promise<RepeatingModel> {
   const stub = await startOpenAiStub(t);
   stub.respond((req) => {
     const text = stub.lastUserText(req);
-    return { content: `echo: ${text}`, delayMs: options.delayMs?.(text) ?? 0, chunkDelayMs: 0 };
+    return { content: options.answer?.(text) ?? `echo: ${text}`, delayMs: options.delayMs?.(text) ?? 0, chunkDelayMs: 0 };
   });
   return {
     ...stub,
