@@ -88,6 +88,17 @@ t.test('opens at the newest message, stays there after a reply and as messages a
   await atNewest(page, 'after New messages');
   t.equal(await page.getByRole('button', { name: 'New messages ↓' }).isVisible(), false, 'the button goes once read');
   t.equal(await page.getByText('Still there?', { exact: true }).isVisible(), true);
+
+  // A scroll is reported with the next frame, and a busy page draws late: a message drawn in
+  // between must not pull the reader back down. The page here never hears of the scroll.
+  await pane(page).evaluate((el) => {
+    el.addEventListener('scroll', (e) => e.stopImmediatePropagation(), { capture: true });
+    el.scrollTop = 0;
+  });
+  await customerWrites(api, integration, 'lena', 'Are you there?');
+  await page.getByText('Are you there?', { exact: true }).waitFor();
+  t.ok((await pane(page).evaluate((el) => el.scrollTop)) < 5, 'a reader who scrolled up just before a message stays where they were');
+  t.equal(await page.getByRole('button', { name: 'New messages ↓' }).isVisible(), true, 'and is offered the new message');
   await shot(page, 'conversation-view');
   t.same(problems, []);
 });

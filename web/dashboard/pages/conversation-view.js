@@ -47,16 +47,23 @@ export async function render(root, { signal, me }, id) {
   const pane = h('div', { class: 'chat-pane' }, chat, jump);
   /** Follow the newest message: true until the reader scrolls up. */
   let stick = true;
+  /** Where the pane was when it last scrolled (or was sent to the bottom). */
+  let seenTop = 0;
   const atBottom = () => chat.scrollHeight - chat.scrollTop - chat.clientHeight <= NEAR_BOTTOM_PX;
   const toBottom = () => {
     chat.scrollTop = chat.scrollHeight;
+    seenTop = chat.scrollTop;
     stick = true;
     jump.hidden = true;
   };
   chat.addEventListener('scroll', () => {
+    seenTop = chat.scrollTop;
     stick = atBottom();
     if (stick) jump.hidden = true;
   });
+  // A scroll event comes with the next frame: a read landing before it must not pull a reader
+  // who has just scrolled up back down (a pane that grew keeps its bottom: that is no scroll up).
+  const readerLeft = () => chat.scrollTop < seenTop && !atBottom();
   // The pane's height follows the window and the composer (styles.css): a reader at the newest message stays there.
   const resized = new ResizeObserver(() => stick && (chat.scrollTop = chat.scrollHeight));
   resized.observe(chat);
@@ -118,6 +125,7 @@ export async function render(root, { signal, me }, id) {
   }
 
   function renderMessages(list, { force = false } = {}) {
+    if (readerLeft()) stick = false;
     const follow = stick || force;
     const keep = chat.scrollTop;
     if (!list.length) {
