@@ -17,7 +17,7 @@ import { errorHandler, notFoundHandler } from './http/errors.js';
 import { TeamColumns } from './conversations/team-columns.js';
 import { EventStreams } from './http/event-streams.js';
 import { apiPolicy } from './http/api-policy.js';
-import { jsonBodyOnly } from './http/json-body.js';
+import { jsonBody, jsonBodyOnly } from './http/json-body.js';
 import { buildOpenApiDocument } from './http/openapi.js';
 import type { RouteDoc } from './http/route-docs.js';
 import { AppRoutes } from './http/route.js';
@@ -157,7 +157,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   routes.mount('/', [widgetRoute()]);
 
   app.use('/api/knowledge-bases', knowledgeBodyParser(config)); // documents up to ~1 MB, and a base's synonyms, need more than 1mb of JSON
-  app.use('/api', express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
+  app.use('/api', jsonBody(JSON_BODY_LIMIT));
   app.use('/api', jsonBodyOnly);
   routes.mount('/api/auth', authRoutes({ orm, config, logger, sessions, now }));
   // A company's own prefixes: any path under them needs the credential before it is matched.

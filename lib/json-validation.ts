@@ -122,7 +122,8 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined): FieldEr
  * (gateway/http/openapi.ts), so what is documented is what is checked.
  */
 export interface BodyValidator<T> {
-  (body: unknown): T;
+  /** `mayHoldUnstorable` false: the parser saw no escape that makes unstorable text (gateway/http/json-body.ts). */
+  (body: unknown, mayHoldUnstorable?: boolean): T;
   readonly schema: Readonly<Record<string, unknown>>;
 }
 
@@ -149,14 +150,14 @@ export const invalidField = (field: string, message: string): AppError => new Ap
 export function bodyValidator<T>(schema: JSONSchemaType<T> | Record<string, unknown>, options: BodyValidatorOptions = {}): BodyValidator<T> {
   const validate = ajv.compile(schema) as ValidateFunction<T>;
   const cleaned = options.cleaned ?? [];
-  const check = (body: unknown): T => {
+  const check = (body: unknown, mayHoldUnstorable = true): T => {
     if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new AppError('VALIDATION_ERROR', 'The body must be a JSON object (sent with Content-Type: application/json).', { details: [{ field: '(body)', message: 'must be a JSON object' }] });
     }
     const fields = body as Record<string, unknown>;
     for (const name of cleaned) if (typeof fields[name] === 'string') fields[name] = storable(fields[name]);
     // A bad character first: it is why such a field fails its other checks too (`must be a valid email`).
-    const details: FieldError[] = unstorableFields(body).map((field) => ({ field, message: UNSTORABLE_MESSAGE }));
+    const details: FieldError[] = mayHoldUnstorable ? unstorableFields(body).map((field) => ({ field, message: UNSTORABLE_MESSAGE })) : [];
     if (!validate(body)) for (const d of toFieldErrors(validate.errors)) if (!details.some((u) => u.field === d.field)) details.push(d);
     if (details.length) throw invalidFields(details);
     return body as T;

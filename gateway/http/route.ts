@@ -1,6 +1,7 @@
 import { Router, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../lib/errors.js';
 import { ROLE_RANK, type Access, type BodyDoc, type HttpMethod, type MountedRouteDoc, type ParamDoc, type Role, type RouteDoc, type ServedBy } from './route-docs.js';
+import { mayHoldUnstorable } from './json-body.js';
 import type { BodyValidator } from './validate.js';
 
 /**
@@ -97,7 +98,7 @@ function checkedBody<B>(body: RouteBody<B>, req: Request): B | undefined {
   const validator = body.choose ? body.choose(req) : body.validators[0]!;
   if (!validator) return undefined;
   if (!body.validators.includes(validator)) throw new Error('A body was checked by a validator its route does not document.');
-  return validator(req.body);
+  return validator(req.body, mayHoldUnstorable(req));
 }
 
 /** The express handler of a declaration: its stages in order, then the handler. */

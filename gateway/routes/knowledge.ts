@@ -1,4 +1,4 @@
-import express, { type Request, type RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { Config } from '../../lib/config.js';
 import type { SqlPool } from '../../lib/db.js';
 import { AppError, notFound } from '../../lib/errors.js';
@@ -11,6 +11,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import { storable } from '../../lib/text.js';
 import { KnowledgeBaseSchema, KnowledgeDocumentSchema, type KnowledgeDocument } from '../../schema/entities.js';
 import { deleteById } from '../http/delete-by-id.js';
+import { jsonBody } from '../http/json-body.js';
 import { BAD_PAGE, DEFAULT_LIST_LIMIT, examplePage, PAGE_QUERY, pageOf } from '../http/pagination.js';
 import { defineRoute, type Route } from '../http/route.js';
 import { arrayOf, nullable, object, STRING } from '../http/schemas.js';
@@ -60,10 +61,9 @@ export const SEARCH_RETRY_AFTER_SECONDS = 1;
  * the API-wide parser, which then skips the parsed body.
  */
 export function knowledgeBodyParser(config: Pick<Config, 'quotas'>): RequestHandler {
-  const json = ['application/json', 'application/*+json'];
-  const documents = express.json({ limit: '2mb', type: json });
+  const documents = jsonBody('2mb');
   const synonymBytes = config.quotas.synonymGroupsPerBase * MAX_SYNONYMS_PER_GROUP * (2 * MAX_SYNONYM_LENGTH + 3);
-  const bases = express.json({ limit: Math.max(2 * 1024 * 1024, synonymBytes + 64 * 1024), type: json });
+  const bases = jsonBody(Math.max(2 * 1024 * 1024, synonymBytes + 64 * 1024));
   return (req, res, next) => (/^\/[^/]+\/?$|^\/?$/.test(req.path) ? bases : documents)(req, res, next);
 }
 

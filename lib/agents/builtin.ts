@@ -1,4 +1,5 @@
 import { STOP_WORDS, wordsOf } from '../knowledge/stop-words.js';
+import { phrasePattern } from './phrase-pattern.js';
 
 /**
  * The `builtin` provider's answer composition, pure: from the best-matching knowledge chunk
@@ -13,10 +14,7 @@ const CONTEXT_LENGTH = 200;
 
 // ---- asking for a human -------------------------------------------------------------------
 
-/** Unicode-aware word boundaries (JS `\b` only knows ASCII). */
-const B = '(?<![\\p{L}\\p{N}])';
-const E = '(?![\\p{L}\\p{N}])';
-const phrase = (body: string) => new RegExp(`${B}(?:${body})${E}`, 'iu');
+const phrase = (body: string) => phrasePattern(body);
 
 /** Who a customer asks for (English): a person of the company, however named. */
 const PERSON_EN =

@@ -1,5 +1,6 @@
 import { STOP_WORDS, wordsOf } from '../knowledge/stop-words.js';
 import { sameWord } from './builtin.js';
+import { phrasePattern } from './phrase-pattern.js';
 
 /**
  * Does a model's reply promise an action no tool performed? A model told to call
@@ -28,17 +29,14 @@ import { sameWord } from './builtin.js';
  * test/lib/promises.test.ts is the specification.
  */
 
-const B = '(?<![\\p{L}\\p{N}])';
-const E = '(?![\\p{L}\\p{N}])';
-
 interface PromisePattern {
   re: RegExp;
   /** Someone else's future act: a passage that says the same is a fact, not a promise. */
   groundable: boolean;
 }
 
-const self = (body: string): PromisePattern => ({ re: new RegExp(`${B}(?:${body})${E}`, 'giu'), groundable: false });
-const others = (body: string): PromisePattern => ({ re: new RegExp(`${B}(?:${body})${E}`, 'giu'), groundable: true });
+const self = (body: string): PromisePattern => ({ re: phrasePattern(body, 'g'), groundable: false });
+const others = (body: string): PromisePattern => ({ re: phrasePattern(body, 'g'), groundable: true });
 
 // ---- English -------------------------------------------------------------------------------
 

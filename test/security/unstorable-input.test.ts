@@ -48,6 +48,21 @@ t.test('U+0000 and lone surrogates in bodies: 400 naming the field, nothing stor
   t.same(names, ['Support'], 'nothing was stored');
 });
 
+t.test('the same characters sent as UTF-16 or compressed JSON: 400 naming the field, nothing stored', async (t) => {
+  // The API's parser looks for these escapes in the raw bytes before walking a body's values
+  // (gateway/http/json-body.ts); UTF-16 spells them in other bytes, and gzip hides them.
+  const send = (rawBody: Buffer, headers: Record<string, string>) => api('POST', '/api/agents', { token, rawBody, headers });
+  const { gzipSync } = await import('node:zlib');
+  for (const bad of [NUL, LONE_HIGH]) {
+    const json = JSON.stringify({ name: bad });
+    refuses(t, await send(Buffer.from(json, 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' }), 'name', UNSTORABLE, `UTF-16 ${JSON.stringify(bad)}`);
+    refuses(t, await send(gzipSync(json), { 'content-type': 'application/json', 'content-encoding': 'gzip' }), 'name', UNSTORABLE, `gzip ${JSON.stringify(bad)}`);
+  }
+  refuses(t, await send(Buffer.from('{"name":"a\\uD800b"}'), { 'content-type': 'application/json' }), 'name', UNSTORABLE, 'an upper-case escape');
+  const names = (await sql(svc.orm, 'select name from agents where company_id = ?', [owner.companyId])).map((r) => r.name);
+  t.same(names, ['Support'], 'nothing was stored');
+});
+
 t.test('the login email with a lone surrogate or U+0000: 400, not 500 (login-limits counted nothing)', async (t) => {
   for (const bad of [LONE_HIGH, LONE_LOW, NUL]) {
     refuses(t, await api('POST', '/api/auth/login', { body: { email: `ann${bad}@example.com`, password: 'whatever password' } }), 'email', UNSTORABLE, `login ${JSON.stringify(bad)}`);
