@@ -14,7 +14,7 @@ const CONTEXT_LENGTH = 200;
 
 // ---- asking for a human -------------------------------------------------------------------
 
-const phrase = (body: string) => phrasePattern(body);
+const phrase = phrasePattern;
 
 /** Who a customer asks for (English): a person of the company, however named. */
 const PERSON_EN =

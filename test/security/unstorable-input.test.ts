@@ -3,6 +3,7 @@
 // field, in every body and query string (document content excepted: those characters are
 // removed); a number PostgreSQL cannot store is 400, never 500; free text has maximum lengths.
 // Before, each of these reached the database and answered 500.
+import { gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { waitForDocument } from '../support/knowledge.js';
 import { signUp, startTestService, type ApiResponse } from '../support/service.js';
@@ -52,7 +53,6 @@ t.test('the same characters sent as UTF-16 or compressed JSON: 400 naming the fi
   // The API's parser looks for these escapes in the raw bytes before walking a body's values
   // (gateway/http/json-body.ts); UTF-16 spells them in other bytes, and gzip hides them.
   const send = (rawBody: Buffer, headers: Record<string, string>) => api('POST', '/api/agents', { token, rawBody, headers });
-  const { gzipSync } = await import('node:zlib');
   for (const bad of [NUL, LONE_HIGH]) {
     const json = JSON.stringify({ name: bad });
     refuses(t, await send(Buffer.from(json, 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' }), 'name', UNSTORABLE, `UTF-16 ${JSON.stringify(bad)}`);
