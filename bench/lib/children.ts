@@ -285,6 +285,9 @@ export class CpuMeter {
 
   /** Starts sampling; the first sample is the baseline of every pid alive now. */
   async start(everyMs = 500): Promise<void> {
+    // A meter started again (the ingress rounds) counts from this start, not from the first.
+    this.#seen.clear();
+    this.#baseline = true;
     await this.sample();
     this.#baseline = false;
     this.#timer = setInterval(() => void this.sample(), everyMs);
