@@ -15,7 +15,9 @@ import { ensureStreams, streamNames } from '../lib/streams.js';
  * No routing, no JSON parsing, no validation, no metrics, no logging.
  *
  * Env: PORT (0 = any), NATS_URL, NATS_PREFIX (its own stream), SECRET; NO_ASYNC_TRACES=1 connects
- * with the client's `noAsyncTraces` (no Error created per request to keep the caller's stack).
+ * with the client's `noAsyncTraces` (no Error created per request to keep the caller's stack);
+ * COALESCE=1 holds each publish to the end of the event loop's turn, as the gateway does, so
+ * that the publishes of one turn leave in one socket write (lib/inbound.ts).
  * Prints one JSON line {"msg":"floor listening","url":...} when ready; SIGTERM stops it.
  */
 const prefix = process.env.NATS_PREFIX ?? 'benchfloor';
@@ -26,6 +28,18 @@ await ensureStreams(nc, names);
 const js = jetstream(nc);
 const subject = names.inboundSubject(0, 0);
 const OK = Buffer.from('{"ok":true}');
+const coalesce = process.env.COALESCE === '1';
+let held: (() => void)[] = [];
+const publishAtEndOfTurn = (publish: () => void) => {
+  if (held.length === 0) {
+    setImmediate(() => {
+      const now = held;
+      held = [];
+      for (const p of now) p();
+    });
+  }
+  held.push(publish);
+};
 const HEADER = 'x-webhook-signature';
 
 const server = createServer((req, res) => {
@@ -41,10 +55,13 @@ const server = createServer((req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"ok":false}');
       return;
     }
-    js.publish(subject, body, { msgID: hex, timeout: 2500 }).then(
-      () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': OK.length }).end(OK),
-      () => res.writeHead(503, { 'content-type': 'application/json' }).end('{"ok":false}'),
-    );
+    const publish = () =>
+      void js.publish(subject, body, { msgID: hex, timeout: 2500 }).then(
+        () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': OK.length }).end(OK),
+        () => res.writeHead(503, { 'content-type': 'application/json' }).end('{"ok":false}'),
+      );
+    if (coalesce) publishAtEndOfTurn(publish);
+    else publish();
   });
 });
 server.keepAliveTimeout = 65_000;

@@ -92,7 +92,26 @@ export interface InboundPublisher {
   publish(env: InboundEnvelope, options?: PublishOptions): Promise<{ duplicate: boolean; partition: number }>;
 }
 
-export function inboundPublisher(nc: NatsConnection, deps: { names: StreamNames; partitions: number; timeoutMs?: number; js?: JetStreamClient }): InboundPublisher {
+/**
+ * Resolves in the check phase of this turn of the event loop, the same promise for every
+ * caller of the turn: publishes made after it go out together in one socket write (the client
+ * flushes once per microtask checkpoint), where each request's own would cost a write.
+ */
+let thisTurn: Promise<void> | null = null;
+function endOfTurn(): Promise<void> {
+  thisTurn ??= new Promise((resolve) =>
+    setImmediate(() => {
+      thisTurn = null;
+      resolve();
+    }),
+  );
+  return thisTurn;
+}
+
+export function inboundPublisher(
+  nc: NatsConnection,
+  deps: { names: StreamNames; partitions: number; timeoutMs?: number; js?: JetStreamClient; coalesce?: boolean },
+): InboundPublisher {
   const js = deps.js ?? jetstream(nc);
   const timeoutMs = deps.timeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
   return {
@@ -104,6 +123,7 @@ export function inboundPublisher(nc: NatsConnection, deps: { names: StreamNames;
       const subject = deps.names.inboundSubject(partition, env.companyId);
       const msgID = `${env.integrationId}:${env.idempotencyKey}${options.dedupSuffix ?? ''}`;
       const send = async (hdrs: MsgHdrs | undefined) => {
+        if (deps.coalesce) await endOfTurn();
         const deadline = Date.now() + (options.timeoutMs ?? timeoutMs);
         let last: unknown;
         for (;;) {

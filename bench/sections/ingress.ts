@@ -30,9 +30,12 @@ import type { BenchContext, Row, SectionResult } from './types.js';
  * ≥ 0.9×). BENCH_INGRESS_CHANNELS=helpdesk,whatsapp,telegram chooses them (default all).
  */
 type ChannelTarget = 'whatsapp' | 'telegram';
-type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces' | 'gateway-traced' | ChannelTarget;
-/** --experiments: both sides with the NATS client's noAsyncTraces (bench/ingress-variant.ts). */
-const EXPERIMENTS = ['gateway-notraces', 'floor-notraces'] as const;
+type Target = 'gateway' | 'floor' | 'gateway-notraces' | 'floor-notraces' | 'floor-coalesced' | 'gateway-traced' | ChannelTarget;
+/**
+ * --experiments: both sides with the NATS client's noAsyncTraces (bench/ingress-variant.ts),
+ * and the floor holding its publishes to the end of the loop's turn as the gateway does.
+ */
+const EXPERIMENTS = ['gateway-notraces', 'floor-notraces', 'floor-coalesced'] as const;
 /** --tracing: the gateway exporting OpenTelemetry spans (every webhook traced) to a collector stand-in answering 200. */
 const TRACED = 'gateway-traced';
 
@@ -110,7 +113,7 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
         file: isFloor ? 'bench/floor-server.ts' : 'bench/ingress-variant.ts',
         label: `ingress-${variant}`,
         env: isFloor
-          ? { ...CHILD_BASE_ENV, PORT: '0', NATS_URL, NATS_PREFIX: floorScenario.natsPrefix, SECRET: tenant.webhookSecret, NO_ASYNC_TRACES: '1' }
+          ? { ...CHILD_BASE_ENV, PORT: '0', NATS_URL, NATS_PREFIX: floorScenario.natsPrefix, SECRET: tenant.webhookSecret, ...(variant === 'floor-coalesced' ? { COALESCE: '1' } : { NO_ASYNC_TRACES: '1' }) }
           : { ...CHILD_BASE_ENV, DATABASE_URL: s.databaseUrl, NATS_PREFIX: s.natsPrefix, PARTITIONS: String(args.partitions), PORT: '0', HOST: '127.0.0.1' },
         profileDir: args.profile ? profileDirOf(`ingress-${variant}`) : null,
       });
@@ -232,14 +235,16 @@ export async function runIngress(ctx: BenchContext): Promise<SectionResult> {
     const vr: number[] = [];
     // The no-traces gateway is compared with the no-traces floor (the same client setting on both sides).
     const base: Target = v === 'gateway-notraces' ? 'floor-notraces' : 'floor';
+    // The coalescing floor is the gateway's yardstick: the ratio is the gateway's to it.
+    const [over, under]: [Target, Target] = v === 'floor-coalesced' ? ['gateway', v] : [v, base];
     for (let r = 1; r <= args.rounds; r++) {
-      const a = rounds.find((x) => x.round === r && x.target === v);
-      const fr = rounds.find((x) => x.round === r && x.target === base);
+      const a = rounds.find((x) => x.round === r && x.target === over);
+      const fr = rounds.find((x) => x.round === r && x.target === under);
       if (a && fr && fr.rps > 0) vr.push(a.rps / fr.rps);
     }
-    variants[v] = { rps: round(med(v, 'rps')), p50: med(v, 'p50'), p99: med(v, 'p99'), cpuMsPer1k: round(med(v, 'cpuPer1k'), 1), ratio: round(median(vr), 3) };
+    variants[v] = { rps: round(med(v, 'rps')), p50: med(v, 'p50'), p99: med(v, 'p99'), cpuMsPer1k: round(med(v, 'cpuPer1k'), 1), ratio: round(median(vr), 3), ratioOf: `${over} / ${under}` };
     const what = v === TRACED ? 'tracing on' : `experiment "${v}"`;
-    rows.push({ section: 'ingress', metric: `${what}: req/s, ratio to ${base}, CPU ms / 1k req`, value: `${fmt(med(v, 'rps'))}, ${fmt(median(vr), 2)}, ${fmt(med(v, 'cpuPer1k'))}` });
+    rows.push({ section: 'ingress', metric: `${what}: req/s, ratio ${over} / ${under}, CPU ms / 1k req`, value: `${fmt(med(v, 'rps'))}, ${fmt(median(vr), 2)}, ${fmt(med(v, 'cpuPer1k'))}` });
   }
   // The direct channels against the helpdesk's webhooks of the same gateway, round by round.
   const perChannel: Record<string, unknown> = {};

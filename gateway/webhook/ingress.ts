@@ -33,7 +33,8 @@ import { signatureRefused, SignatureVerifier, type BodyProof } from './signature
  * gateway/webhook/signature.ts) → active (403) → size ≤ 1 MiB (413) → JSON (400) → depth (400)
  * → the channel's normalise (400, or no items) → every item published durably to JetStream as
  * its own envelope (lib/inbound.ts: retried through a stream-leader election for up to
- * PUBLISH_TIMEOUT_MS), concurrently, each with, at the same time, a group-committed record of
+ * PUBLISH_TIMEOUT_MS; held to the end of the event loop's turn, so that the webhooks of one
+ * turn reach NATS in one socket write), concurrently, each with, at the same time, a group-committed record of
  * the acceptance in PostgreSQL (lib/inbound-journal.ts: what JetStream loses is published again
  * from it) → 200 `{"ok":true}`, sent only after every item's JetStream ack (503
  * QUEUE_UNAVAILABLE when NATS cannot take one, so the sender retries the whole body: the items
@@ -172,7 +173,7 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
   const cache = new IntegrationCache({ orm: deps.orm, box: deps.box, nc: deps.nc, subject: names.integrationChanges, logger, now });
   cache.start();
   const verifier = new SignatureVerifier(now);
-  const publisher = inboundPublisher(deps.nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs });
+  const publisher = inboundPublisher(deps.nc, { names, partitions: config.partitions, timeoutMs: config.publishTimeoutMs, coalesce: true });
   // The acceptance records' own connections. Their commits do not wait for the disk: a record
   // is lost only if PostgreSQL itself crashes within a fraction of a second of it AND JetStream
   // loses the message too; waiting for the flush would double the webhook's latency.
