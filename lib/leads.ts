@@ -46,6 +46,8 @@ export const CONTACT_LIMITS = { name: 200, email: 254, phone: 40, verifiedId: 20
 export const contactRow = (c: CustomerContact | undefined) =>
   c ? { name: c.name, email: c.email, phone: c.phone, contact_source: c.source, verified_id: c.verifiedId ?? null } : {};
 
+const PLAIN_ASCII_WORDS = /^[!-~]+(?: [!-~]+)*$/;
+
 /**
  * Outside text made a contact field: control and format characters (newlines, bidi
  * overrides, zero-width ones) become spaces, spaces collapse, a lone surrogate becomes U+FFFD
@@ -55,6 +57,8 @@ export const contactRow = (c: CustomerContact | undefined) =>
 export function contactText(value: unknown, max: number): string | null {
   if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
   if (typeof value !== 'string') return null;
+  // Most names and phones: printable ASCII words, one space apart, that fit (clean already; every webhook carries one).
+  if (value.length <= max && PLAIN_ASCII_WORDS.test(value)) return value;
   const clean = value.toWellFormed().normalize('NFC').replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, ' ').replace(/\s+/g, ' ').trim();
   if (!clean) return null;
   const cut = Array.from(clean).slice(0, max).join('').trim();

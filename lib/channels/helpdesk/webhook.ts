@@ -91,7 +91,8 @@ const bodyHash = (raw: Uint8Array): string => createHash('sha256').update(raw).d
 
 /**
  * One payload as at most one item (`ignored` says why it is not one); helpdeskWebhook.normalise
- * is this as the channel interface's `{items}`.
+ * is this as the channel interface's `{items}`. The payload is storable text already (the
+ * gateway cleaned it), so the validators do not look for U+0000 again.
  */
 export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedAt: string): HelpdeskInbound {
   const isObject = input !== null && typeof input === 'object' && !Array.isArray(input);
@@ -109,7 +110,7 @@ export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedA
   }
 
   if (typeof hook === 'string' && STATUS_HOOKS.has(hook)) {
-    const p = validateStatus(payload);
+    const p = validateStatus(payload, false);
     const messageId = idString(p.message_id);
     const requestId = Number(p.request_id);
     const dialogId = idNumber(p.dialog_id);
@@ -125,7 +126,7 @@ export function normaliseHelpdesk(input: unknown, rawBody: Uint8Array, receivedA
   // An inbound message (or something that claims to be one: it must match the schema).
   const chatType = payload !== null && typeof payload === 'object' ? (payload as { type?: unknown }).type : undefined;
   if (typeof chatType === 'string' && chatType !== 'from_client') return { kind: 'ignored', reason: `message type ${chatType}` };
-  const p = validateMessage(payload);
+  const p = validateMessage(payload, false);
   const messageId = idString(p.message_id);
   const clientId = String(p.client_id);
   const contact = clientContact(p.client);
