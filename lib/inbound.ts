@@ -110,7 +110,14 @@ function endOfTurn(): Promise<void> {
 
 export function inboundPublisher(
   nc: NatsConnection,
-  deps: { names: StreamNames; partitions: number; timeoutMs?: number; js?: JetStreamClient; coalesce?: boolean },
+  deps: {
+    names: StreamNames;
+    partitions: number;
+    timeoutMs?: number;
+    js?: JetStreamClient;
+    /** Hold each publish to the end of the loop's turn (endOfTurn): for a producer of many at once (the webhook ingress). */
+    coalesce?: boolean;
+  },
 ): InboundPublisher {
   const js = deps.js ?? jetstream(nc);
   const timeoutMs = deps.timeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
