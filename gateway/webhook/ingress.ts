@@ -34,12 +34,12 @@ import { signatureRefused, SignatureVerifier, type BodyProof } from './signature
  * → the channel's normalise (400, or no items) → every item published durably to JetStream as
  * its own envelope (lib/inbound.ts: retried through a stream-leader election for up to
  * PUBLISH_TIMEOUT_MS; held to the end of the event loop's turn, so that the webhooks of one
- * turn reach NATS in one socket write), concurrently, each with, at the same time, a group-committed record of
- * the acceptance in PostgreSQL (lib/inbound-journal.ts: what JetStream loses is published again
- * from it) → 200 `{"ok":true}`, sent only after every item's JetStream ack (503
- * QUEUE_UNAVAILABLE when NATS cannot take one, so the sender retries the whole body: the items
- * already taken are dropped as duplicates by their idempotency keys). No database read on this
- * path (IntegrationCache), one JSON parse.
+ * turn reach NATS in one socket write), concurrently, each with, at the same time, a
+ * group-committed record of the acceptance in PostgreSQL (lib/inbound-journal.ts: what
+ * JetStream loses is published again from it) → 200 `{"ok":true}`, sent only after every
+ * item's JetStream ack (503 QUEUE_UNAVAILABLE when NATS cannot take one, so the sender retries
+ * the whole body: the items already taken are dropped as duplicates by their idempotency keys).
+ * No database read on this path (IntegrationCache), one JSON parse.
  *
  * Mounted before the `/api` JSON parser: it reads the raw bytes itself, hashing them as
  * they arrive, so the signature can be checked before a too-large body is refused.

@@ -14,6 +14,12 @@ t.test('contact text: hostile characters out, bounded, never unstorable', async 
   t.equal(contactText('\ud800Eve', 200), '\ufffdEve', 'a lone surrogate becomes U+FFFD');
   t.equal(contactText('😀😀😀', 2), '😀😀', 'cut by characters, never inside a pair');
   t.equal(contactText(79001234567, 40), '79001234567', 'a phone sent as a number');
+  // Plain ASCII names and phones are taken as they are; only what is already clean.
+  t.equal(contactText('Ann Lee', 200), 'Ann Lee');
+  t.equal(contactText('+7 900 123-45-67', 40), '+7 900 123-45-67');
+  t.equal(contactText('Ann  Lee ', 200), 'Ann Lee', 'double and trailing spaces collapse');
+  t.equal(contactText('Ann\tLee', 200), 'Ann Lee', 'a tab is a space');
+  t.equal(contactText('a'.repeat(201), 200), 'a'.repeat(200), 'an ASCII name too long is cut');
   for (const v of [null, undefined, {}, [], ' \n\t ', true]) t.equal(contactText(v, 10), null, JSON.stringify(v) ?? 'undefined');
 });
 
