@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
+import { endOfTurn } from '../lib/inbound.js';
 import { ensureStreams, streamNames } from '../lib/streams.js';
 
 /**
@@ -29,17 +30,6 @@ const js = jetstream(nc);
 const subject = names.inboundSubject(0, 0);
 const OK = Buffer.from('{"ok":true}');
 const coalesce = process.env.COALESCE === '1';
-let held: (() => void)[] = [];
-const publishAtEndOfTurn = (publish: () => void) => {
-  if (held.length === 0) {
-    setImmediate(() => {
-      const now = held;
-      held = [];
-      for (const p of now) p();
-    });
-  }
-  held.push(publish);
-};
 const HEADER = 'x-webhook-signature';
 
 const server = createServer((req, res) => {
@@ -60,7 +50,7 @@ const server = createServer((req, res) => {
         () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': OK.length }).end(OK),
         () => res.writeHead(503, { 'content-type': 'application/json' }).end('{"ok":false}'),
       );
-    if (coalesce) publishAtEndOfTurn(publish);
+    if (coalesce) void endOfTurn().then(publish);
     else publish();
   });
 });

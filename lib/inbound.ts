@@ -92,13 +92,13 @@ export interface InboundPublisher {
   publish(env: InboundEnvelope, options?: PublishOptions): Promise<{ duplicate: boolean; partition: number }>;
 }
 
+let thisTurn: Promise<void> | null = null;
 /**
  * Resolves in the check phase of this turn of the event loop, the same promise for every
  * caller of the turn: publishes made after it go out together in one socket write (the client
  * flushes once per microtask checkpoint), where each request's own would cost a write.
  */
-let thisTurn: Promise<void> | null = null;
-function endOfTurn(): Promise<void> {
+export function endOfTurn(): Promise<void> {
   thisTurn ??= new Promise((resolve) =>
     setImmediate(() => {
       thisTurn = null;

@@ -1,5 +1,5 @@
 import { STOP_WORDS, wordsOf } from '../knowledge/stop-words.js';
-import { phrasePattern } from './phrase-pattern.js';
+import { phrasePattern as phrase } from './phrase-pattern.js';
 
 /**
  * The `builtin` provider's answer composition, pure: from the best-matching knowledge chunk
@@ -13,8 +13,6 @@ export const DEFAULT_ANSWER_LENGTH = 600;
 const CONTEXT_LENGTH = 200;
 
 // ---- asking for a human -------------------------------------------------------------------
-
-const phrase = phrasePattern;
 
 /** Who a customer asks for (English): a person of the company, however named. */
 const PERSON_EN =
