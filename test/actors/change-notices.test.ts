@@ -2,16 +2,18 @@ import t from 'tap';
 import { partitionOf } from '../../lib/streams.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { addDocument } from '../support/knowledge.js';
-import { startOpenAiStub } from '../support/openai-stub.js';
+import { startMcpStub } from '../support/mcp-stub.js';
+import { type ModelRequest, startOpenAiStub } from '../support/openai-stub.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createHelpdeskIntegration, eventually, messageEnvelope, publishEnvelope, sql, startTestWorker } from '../support/worker.js';
 
 /**
  * A change saved through the API is used from the next customer message on, by every worker
  * (contract.md § The first hour): the gateway announces it over NATS before it answers, and
- * each worker drops its cached config. Two workers, one partition each; after every change a
- * customer writes 100 ms after the API's answer on each partition, within the workers' cache
- * lifetime (without the notice both would answer with what they cached).
+ * each worker drops its cached config. Two workers, one partition each; after every change (the
+ * agent, its versions and replays, documents, synonyms, the integration's agent, actions and MCP
+ * servers) a customer writes 100 ms after the API's answer on each partition, within the
+ * workers' cache lifetime (without the notice both would answer with what they cached).
  */
 const svc = await startTestService(t, 'change_notices', { env: { PARTITIONS: '2' }, knowledge: { sweepMs: 200 } });
 const stub = await startChat2DeskStub(t);
@@ -89,6 +91,16 @@ t.test('a document added (and ready) answers the next message, on both workers',
   for (const answer of await askBoth(ORDER)) t.match(answer, { kind: 'reply', text: /shop\.example\.com\/track/ });
 });
 
+t.test("a knowledge base's new synonyms are used by the next message, on both workers", async (t) => {
+  // A word of the company's own that nothing in the base says (yet): both workers take the
+  // question for something else (out of scope) and remember that evidence.
+  const OWN_WORD = 'Where is my zorblax?';
+  for (const answer of await Promise.all([ask(0, OWN_WORD), ask(1, OWN_WORD)])) t.notMatch(answer.text, /shop\.example\.com\/track/, 'not the orders passage before the synonyms');
+  const patched = await svc.api('PATCH', `/api/knowledge-bases/${kbId}`, { token: user.token, body: { synonyms: [['zorblax', 'order']] } });
+  t.equal(patched.status, 200);
+  for (const answer of await askBoth(OWN_WORD)) t.match(answer, { kind: 'reply', text: /shop\.example\.com\/track/ });
+});
+
 t.test('moving the integration to another agent is answered with by the next message, on both workers', async (t) => {
   const other = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Bare bot', fallbackMessage: 'The bare bot cannot say.' } })).body.agent;
   const moved = await svc.api('PATCH', `/api/integrations/${integration.id}`, { token: user.token, body: { agentId: other.id } });
@@ -109,4 +121,44 @@ t.test("a model agent's new system prompt is used by the next message, on both w
   const changed = await svc.api('PATCH', `/api/agents/${bot.id}`, { token: user.token, body: { systemPrompt: 'You are the second prompt.' } });
   t.equal(changed.status, 200);
   for (const answer of await askBoth('Hello again, anyone?')) t.match(answer, { kind: 'reply', text: /^Prompted: You are the second prompt\./, agentVersion: changed.body.agent.version });
+});
+
+t.test("an agent's actions and MCP servers, added, changed and removed, are offered from the next message, on both workers (stand-in model, ~1 s)", async (t) => {
+  const llm = await startOpenAiStub(t);
+  const mcp = await startMcpStub(t);
+  // The stand-in says which of the company's tools it was offered (the built-in ones left out), at a model's pace.
+  const BUILT_IN = new Set(['handoff_to_human', 'close_conversation', 'set_lead_stage']);
+  const offered = (req: ModelRequest) =>
+    ((req.body.tools ?? []) as { function: { name: string; description?: string } }[])
+      .map((d) => d.function)
+      .filter((f) => !BUILT_IN.has(f.name))
+      .map((f) => `${f.name} (${f.description ?? ''})`)
+      .join(', ') || 'none';
+  llm.respond((req) => ({ content: `Tools: ${offered(req)}`, delayMs: 900 }));
+  const model = { provider: 'openai', name: 'gpt-4o', baseUrl: llm.baseUrl, apiKey: 'sk-tools' };
+  const bot = (await svc.api('POST', '/api/agents', { token: user.token, body: { name: 'Tool bot', model } })).body.agent;
+  t.equal((await svc.api('PATCH', `/api/integrations/${integration.id}`, { token: user.token, body: { agentId: bot.id } })).status, 200);
+  const QUESTION = 'Which tools do you have?';
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: 'Tools: none' });
+
+  // The company's HTTP API is never called here: only what the model is offered is asked.
+  const action = await svc.api('POST', `/api/agents/${bot.id}/actions`, {
+    token: user.token,
+    body: { name: 'get_order', description: 'Order lookup, first wording', parameters: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }, request: { method: 'GET', url: 'http://127.0.0.1:9/orders/{orderId}' } },
+  });
+  t.equal(action.status, 201);
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: 'Tools: get_order (Order lookup, first wording)' });
+
+  const path = `/api/agents/${bot.id}/actions/${action.body.action.id}`;
+  t.equal((await svc.api('PATCH', path, { token: user.token, body: { description: 'Order lookup, second wording' } })).status, 200);
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: 'Tools: get_order (Order lookup, second wording)' });
+
+  const server = await svc.api('POST', `/api/agents/${bot.id}/mcp-servers`, { token: user.token, body: { name: 'crm', url: mcp.url } });
+  t.equal(server.status, 201);
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: /^Tools: get_order \(Order lookup, second wording\), .*crm__order_status \(The shipping status of an order\)/ });
+
+  t.equal((await svc.api('DELETE', path, { token: user.token })).status, 204);
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: /^Tools: crm__/ });
+  t.equal((await svc.api('DELETE', `/api/agents/${bot.id}/mcp-servers/${server.body.mcpServer.id}`, { token: user.token })).status, 204);
+  for (const answer of await askBoth(QUESTION)) t.match(answer, { kind: 'reply', text: 'Tools: none' });
 });

@@ -6,7 +6,8 @@ import { createLogger } from '../../lib/logger.js';
 import { prettyDestination, prettyLine } from '../../lib/pretty-log.js';
 import { ROOT } from '../faults/helpers.js';
 import { createTestDatabase } from '../support/database.js';
-import { TEST_NATS_URL } from '../support/service.js';
+import { freePort } from '../support/local-server.js';
+import { removeNatsPrefix, TEST_NATS_URL } from '../support/service.js';
 
 /** `LOG_FORMAT=pretty` (what scripts/run.sh sets on a terminal): lines a person reads, secrets still redacted. */
 function captured() {
@@ -61,4 +62,41 @@ t.test('a process started with LOG_FORMAT=pretty logs readable lines, a fatal on
   t.equal(code, 1);
   t.match(out, /^\d\d:\d\d:\d\d FATAL .*uncaught exception: stopping/m, 'the fatal line is readable');
   t.notMatch(out, /^\{"level"/m, 'no JSON line');
+});
+
+t.test('`npm run gateway` as scripts/run.sh starts it on a terminal: one line says where to open the dashboard, and that address opens it', async (t) => {
+  const { url } = await createTestDatabase(t, 'startline');
+  const prefix = `t${randomBytes(4).toString('hex')}`;
+  t.teardown(() => removeNatsPrefix(TEST_NATS_URL, prefix));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', LOG_FORMAT: 'pretty', DATABASE_URL: url, NATS_URL: TEST_NATS_URL, NATS_PREFIX: prefix, PORT: String(port), HOST: '0.0.0.0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  });
+  let out = '';
+  const line = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start-up line within 30 s:\n${out}`)), 30_000);
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      const found = /^.*dashboard: open (\S+) in a browser.*$/m.exec(out);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]!);
+      }
+    });
+  });
+  // Listening on every address, it names one a browser on this machine opens.
+  t.equal(line, `http://localhost:${port}/`);
+  const page = await fetch(line);
+  t.equal(page.status, 200);
+  t.match(page.headers.get('content-type'), /^text\/html/);
+  t.notMatch(out, /^\{"level"/m, 'readable lines, no JSON');
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'stops cleanly on SIGTERM');
 });

@@ -1,7 +1,7 @@
 // The conversation view fits the screen (the issue measured the reply box below the fold at
 // 1280×800 and the top bar on two rows at 1366): at 1280×720 and 1366×768 a long conversation
 // opens with its header, its newest message and the reply box in view and no page scroll; a
-// reply sent stays in view; the Inbox list is beside it, and another row opens in place with
+// reply sent stays in view (at both sizes); the Inbox list is beside it, and another row opens in place with
 // the list's search kept; the top bar is one row. Real gateway, worker, PostgreSQL and NATS;
 // the helpdesk and the model are the local stand-ins.
 import t, { type Test } from 'tap';
@@ -169,6 +169,14 @@ t.test('1366×768: the Inbox list beside the conversation; another row opens in 
   await fits(t, page, 'mark', 'The box was crushed and the parcel wet.', 'a new message');
   await eventually(async () => ((await list.locator('.inbox-row .row-text').first().textContent())?.includes('parcel wet') ? true : undefined), 10_000, "mark's row updated");
   t.equal(await list.locator('.inbox-row .row-link').first().textContent(), 'mark', 'his row on top');
+
+  // A reply at 1366 too: sent from beside the list, shown, the view still fitting.
+  const reply = 'Sorry to hear it: a new one goes out today.';
+  await page.getByLabel('Reply', { exact: true }).fill(reply);
+  await page.getByRole('button', { name: 'Send reply' }).click();
+  await fits(t, page, 'mark', reply, 'after Send reply at 1366');
+  t.ok(await inView(page, list), 'the list still beside it after the reply');
+  await helpdesk.waitFor(() => helpdesk.sent().some((b) => b.text === reply));
 
   // Back: the address before, lena's conversation.
   await page.goBack();

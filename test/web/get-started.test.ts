@@ -1,7 +1,9 @@
 import { readdir } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import type { Page } from 'playwright-core';
 import t from 'tap';
-import { launchBrowser, shot, watchedPage } from '../support/browser.js';
+import { launchBrowser, shot, signedInPage, watchedPage } from '../support/browser.js';
+import { listenLocal } from '../support/local-server.js';
 import { dropNatsPrefixAtEnd, startTestService, uniqueEmail } from '../support/service.js';
 import { startTestWorker, waitForPartitions } from '../support/worker.js';
 
@@ -120,3 +122,45 @@ for (const viewport of [
     t.same(problems, [], 'no console errors');
   });
 }
+
+t.test("a company's own help centre in step 1: a document uploaded and a page by its address; a page that cannot be read says why", async (t) => {
+  // The company's help site (a stand-in on this machine: the test service allows private addresses).
+  const site = await listenLocal(
+    createServer((req, res) => {
+      if (req.url === '/delivery') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end('<html><head><title>Delivery</title></head><body><h1>Delivery</h1><p>We deliver within 3 working days across Portugal.</p></body></html>');
+      } else {
+        res.writeHead(404).end();
+      }
+    }),
+    t,
+  );
+  // Signed in before step 1 is done: the dashboard opens on Get started.
+  const { page, problems, token } = await signedInPage(t, browser, svc, 'Own Docs Co');
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.getByRole('heading', { level: 1, name: 'Get started' }).waitFor();
+  const step = page.getByRole('region', { name: '1. Help centre' });
+  await step.waitFor();
+  t.equal(await stepDone(page, '1. Help centre'), 'Not done yet');
+
+  await page.getByLabel('Upload a document').setInputFiles({ name: 'returns.md', mimeType: 'text/markdown', buffer: Buffer.from('# Returns\n\nWe take returns within 14 days with the receipt.\n') });
+  await step.getByText('“Help centre”: 1 document ready.').waitFor({ timeout: 30_000 });
+  t.equal(await stepDone(page, '1. Help centre'), 'Done', 'an uploaded document makes the help centre');
+
+  await page.getByLabel('Page URL').fill(`${site.url}/delivery`);
+  await page.getByRole('button', { name: 'Add page' }).click();
+  await step.getByText('“Help centre”: 2 documents ready.').waitFor({ timeout: 30_000 });
+  const listed = await svc.api('GET', '/api/knowledge-bases', { token });
+  t.same(listed.body.knowledgeBases.map((k: { name: string }) => k.name), ['Help centre'], 'both in one base');
+  const docs = await svc.api('GET', `/api/knowledge-bases/${listed.body.knowledgeBases[0].id}/documents`, { token });
+  t.same(docs.body.documents.map((d: { status: string }) => d.status), ['ready', 'ready'], 'the file and the page, read');
+
+  // A page the site does not have: the step says which and why, and stays done.
+  await page.getByLabel('Page URL').fill(`${site.url}/missing`);
+  await page.getByRole('button', { name: 'Add page' }).click();
+  await step.getByText(/^1 document could not be read \(/).waitFor({ timeout: 30_000 });
+  t.equal(await stepDone(page, '1. Help centre'), 'Done');
+  t.equal(await page.getByRole('button', { name: 'Create the agent' }).isDisabled(), false, 'the agent can be created from it');
+  t.same(problems, [], 'no console errors');
+});
