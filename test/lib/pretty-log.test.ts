@@ -93,9 +93,9 @@ t.test('`npm run gateway` as scripts/run.sh starts it on a terminal: one line sa
   });
   // Listening on every address, it names one a browser on this machine opens.
   t.equal(line, `http://localhost:${port}/`);
-  const page = await fetch(line);
-  t.equal(page.status, 200);
-  t.match(page.headers.get('content-type'), /^text\/html/);
+  const dashboard = await fetch(line);
+  t.equal(dashboard.status, 200);
+  t.match(dashboard.headers.get('content-type'), /^text\/html/);
   t.notMatch(out, /^\{"level"/m, 'readable lines, no JSON');
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');

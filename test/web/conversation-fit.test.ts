@@ -1,8 +1,8 @@
 // The conversation view fits the screen (the issue measured the reply box below the fold at
 // 1280×800 and the top bar on two rows at 1366): at 1280×720 and 1366×768 a long conversation
 // opens with its header, its newest message and the reply box in view and no page scroll; a
-// reply sent stays in view (at both sizes); the Inbox list is beside it, and another row opens in place with
-// the list's search kept; the top bar is one row. Real gateway, worker, PostgreSQL and NATS;
+// reply sent stays in view at both sizes; the Inbox list is beside it, and another row opens in
+// place with the list's search kept; the top bar is one row. Real gateway, worker, PostgreSQL and NATS;
 // the helpdesk and the model are the local stand-ins.
 import t, { type Test } from 'tap';
 import type { Locator, Page } from 'playwright-core';

@@ -159,7 +159,9 @@ t.test("a company's own help centre in step 1: a document uploaded and a page by
   // A page the site does not have: the step says which and why, and stays done.
   await page.getByLabel('Page URL').fill(`${site.url}/missing`);
   await page.getByRole('button', { name: 'Add page' }).click();
-  await step.getByText(/^1 document could not be read \(/).waitFor({ timeout: 30_000 });
+  const why = step.getByText(/^1 document could not be read \(/);
+  await why.waitFor({ timeout: 30_000 });
+  t.match(await why.textContent(), `(${site.url}/missing: `, 'it names the page, then why');
   t.equal(await stepDone(page, '1. Help centre'), 'Done');
   t.equal(await page.getByRole('button', { name: 'Create the agent' }).isDisabled(), false, 'the agent can be created from it');
   t.same(problems, [], 'no console errors');
