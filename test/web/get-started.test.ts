@@ -141,7 +141,8 @@ t.test("a company's own help centre in step 1: a document uploaded and a page by
   await page.setViewportSize({ width: 1280, height: 720 });
   await page.getByRole('heading', { level: 1, name: 'Get started' }).waitFor();
   const step = page.getByRole('region', { name: '1. Help centre' });
-  await step.waitFor();
+  // The steps are drawn before the company's state has loaded: the summary says when it has.
+  await page.getByText('0 of 4 steps done.').waitFor();
   t.equal(await stepDone(page, '1. Help centre'), 'Not done yet');
 
   await page.getByLabel('Upload a document').setInputFiles({ name: 'returns.md', mimeType: 'text/markdown', buffer: Buffer.from('# Returns\n\nWe take returns within 14 days with the receipt.\n') });
