@@ -1,4 +1,5 @@
 import t from 'tap';
+import { BUILT_IN_TOOLS } from '../../lib/agents/openai-model.js';
 import { partitionOf } from '../../lib/streams.js';
 import { startChat2DeskStub } from '../support/chat2desk-stub.js';
 import { addDocument } from '../support/knowledge.js';
@@ -127,11 +128,10 @@ t.test("an agent's actions and MCP servers, added, changed and removed, are offe
   const llm = await startOpenAiStub(t);
   const mcp = await startMcpStub(t);
   // The stand-in says which of the company's tools it was offered (the built-in ones left out), at a model's pace.
-  const BUILT_IN = new Set(['handoff_to_human', 'close_conversation', 'set_lead_stage']);
   const offered = (req: ModelRequest) =>
     ((req.body.tools ?? []) as { function: { name: string; description?: string } }[])
       .map((d) => d.function)
-      .filter((f) => !BUILT_IN.has(f.name))
+      .filter((f) => !BUILT_IN_TOOLS.has(f.name))
       .map((f) => `${f.name} (${f.description ?? ''})`)
       .join(', ') || 'none';
   llm.respond((req) => ({ content: `Tools: ${offered(req)}`, delayMs: 900 }));

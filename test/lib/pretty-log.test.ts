@@ -4,7 +4,7 @@ import t from 'tap';
 import { browsableHost } from '../../gateway/server.js';
 import { createLogger } from '../../lib/logger.js';
 import { prettyDestination, prettyLine } from '../../lib/pretty-log.js';
-import { ROOT } from '../faults/helpers.js';
+import { ROOT, waitUntil } from '../faults/helpers.js';
 import { createTestDatabase } from '../support/database.js';
 import { freePort } from '../support/local-server.js';
 import { removeNatsPrefix, TEST_NATS_URL } from '../support/service.js';
@@ -80,17 +80,10 @@ t.test('`npm run gateway` as scripts/run.sh starts it on a terminal: one line sa
     await exited;
   });
   let out = '';
-  const line = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start-up line within 30 s:\n${out}`)), 30_000);
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      const found = /^.*dashboard: open (\S+) in a browser.*$/m.exec(out);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1]!);
-      }
-    });
-  });
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  const DASHBOARD_LINE = /dashboard: open (\S+) in a browser/;
+  await waitUntil(() => DASHBOARD_LINE.test(out), 30_000, 'the start-up line');
+  const line = DASHBOARD_LINE.exec(out)![1]!;
   // Listening on every address, it names one a browser on this machine opens.
   t.equal(line, `http://localhost:${port}/`);
   const dashboard = await fetch(line);
