@@ -36,11 +36,17 @@ npm run typecheck
 node --import tsx scripts/local-model.ts
 # Every test file removes what it creates in the shared NATS: compared before and after.
 leftovers=$(mktemp)
-trap 'rm -f "$leftovers"' EXIT
+results=$(mktemp)
+trap 'rm -f "$leftovers" "$results"' EXIT
 node --import tsx scripts/nats-leftovers.ts snapshot "$leftovers"
 # tap builds its runner for .taprc's plugins on the first run in a checkout, but that run still
 # starts every test file with the default plugins (ts-node's loader beside tsx): about twice the
 # suite's CPU. Built first, even the first run of a fresh clone starts files as .taprc says.
 npx tap build >/dev/null
-npm test
+# CI keeps only the end of what a run printed: a failure is repeated there, with its diagnostics.
+if ! npm test 2>&1 | tee "$results"; then
+  echo "== The failed tests (each 'not ok' with what tap said of it) =="
+  grep -n -A 30 '^ *not ok ' "$results" | head -n 400 || true
+  exit 1
+fi
 node --import tsx scripts/nats-leftovers.ts check "$leftovers"
