@@ -38,8 +38,6 @@ export { MAX_ANSWER_ATTEMPTS } from './answers.js';
 
 /** How long a report of a message not recorded yet is tried again (its send's answer is recorded within seconds). */
 const REPORT_PATIENCE_MS = 60_000;
-/** WhatsApp's error of free text sent more than 24 h after the customer's last message. */
-const WINDOW_CLOSED_CODE = '131047';
 
 export interface HostDeps extends Omit<StepsDeps, 'now'> {
   /** Publishes a status event to its conversation's partition (lib/inbound.ts). */
@@ -144,9 +142,9 @@ export class ConversationHost {
   /**
    * A channel's report of one of our sent messages: written on the message (it changes no
    * conversation state: no step), told to the message's watchers. A report of a message not
-   * recorded yet (it outran the send's own answer) is tried again for a while. WhatsApp's
-   * closed 24-hour window reported late (a `failed` status with 131047) hands the conversation
-   * to a person, as a refused send does.
+   * recorded yet (it outran the send's own answer) is tried again for a while. A failed report
+   * whose error has an effect by its channel's judgment (WhatsApp's closed 24-hour window,
+   * 131047, reported late: `window_closed`) does to the conversation what a refused send does.
    */
   async #report(env: Extract<InboundEnvelope, { kind: 'delivery' }>): Promise<ItemResult> {
     const r = env.delivery;
@@ -167,12 +165,12 @@ export class ConversationHost {
       }
     }
     // Told again when the report comes again (a publish that failed the first time): the command's key makes it once.
-    if (r.status === 'failed' && r.error?.code === WINDOW_CLOSED_CODE) {
+    if (r.status === 'failed' && r.effect) {
       const [messageId, conversationId] = outcome.kind === 'updated' ? [outcome.message.id, outcome.message.conversation_id] : [outcome.messageId, outcome.conversationId];
       await this.#deps.publisher.publish({
         v: 1, kind: 'operator', idempotencyKey: `channel-refused:m${messageId}`, companyId: env.companyId, integrationId: env.integrationId, channel: env.channel,
         receivedAt: new Date().toISOString(), conversationId, clientId: r.clientId,
-        command: { action: 'channel_refused', by: null, reason: 'window_closed', outboxId: r.outboxId ?? '' },
+        command: { action: 'channel_refused', by: null, reason: r.effect, outboxId: r.outboxId ?? '' },
       });
     }
     return 'ack';

@@ -1,6 +1,7 @@
 import type { AnyEventObject } from 'xstate';
 import { conversationView, DEFAULT_HANDOFF_TEXT, messageView, type ConversationNotice, type ConversationNotices, type ConversationView } from '../lib/conversations.js';
 import { query, type SqlClient } from '../lib/db.js';
+import { transfersDialogs } from '../lib/channels/registry.js';
 import { moveLeadToStage } from '../lib/leads.js';
 import { attachTrace, traceOf, tracing, type Context } from '../lib/tracing.js';
 import { isHandedOver, statusOf, stepConversation, type HostAction } from '../machines/conversation.js';
@@ -89,8 +90,9 @@ const EFFECTS: { [T in 'agent_reply' | 'session_transfer_external' | 'session_cl
     const p = logged.params as SessionTransferExternalParams;
     if (p.origin === 'helpdesk') return 'recorded: a human operator has the dialog';
     plan.addMessage(conv, { role: 'agent', kind: 'handoff_notice', text: p.text ?? DEFAULT_HANDOFF_TEXT, reply_to_id: p.messageId, delivery: 'pending', agent_version: p.agentVersion ?? null }, 'handoff_notice');
-    if (conv.channel === 'helpdesk' && p.messageId) plan.transfers.push({ conv, messageId: p.messageId, reason: p.reason, logged });
-    return conv.channel === 'helpdesk' ? 'handoff notice queued' : 'handoff notice queued; transfer recorded';
+    const transfers = transfersDialogs(conv.channel);
+    if (transfers && p.messageId) plan.transfers.push({ conv, messageId: p.messageId, reason: p.reason, logged });
+    return transfers ? 'handoff notice queued' : 'handoff notice queued; transfer recorded';
   },
   session_close: () => 'recorded',
   lead_stage(plan, conv, logged) {

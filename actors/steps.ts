@@ -313,8 +313,8 @@ export class Steps {
     const m = step.env.message;
     plan.addMessage(conv, { id, role: 'customer', kind: 'message', text: m.text, external_id: m.messageId, attachments: m.attachments });
     const { behaviour } = step.route;
-    // WhatsApp's reply window counts from the platform's time of the customer's last message (never later than now).
-    if (step.env.channel === 'whatsapp') conv.customer_sent_at = new Date(Math.min(Date.parse(m.sentAt) || now.getTime(), now.getTime()));
+    // A channel's reply window (SendingChannel.replyWindowMs) counts from the platform's time of the customer's last message (never later than now).
+    conv.customer_sent_at = new Date(Math.min(Date.parse(m.sentAt) || now.getTime(), now.getTime()));
     // Outside business hours the agent's policy answers at once (no debounce window); so does a message it cannot read.
     const outside = m.unsupported ? UNSUPPORTED_OUTPUT : behaviour.hours ? outsideHoursOutput(behaviour.hours, now, told) : null;
     const event: ConversationEvent = {

@@ -5,6 +5,14 @@
  */
 export type Channel = 'helpdesk' | 'webchat' | 'whatsapp' | 'telegram';
 
+/**
+ * What a channel's refusal of one of our messages does to its conversation, as the channel
+ * judges it (lib/channels/types.ts): `window_closed` (the platform takes no free text any more,
+ * e.g. WhatsApp's 24-hour window) hands it to a person; `blocked` (the customer blocked the
+ * bot) closes it.
+ */
+export type ChannelEffect = 'window_closed' | 'blocked';
+
 export interface NormalisedMessage {
   /** The platform's message id when it has one (helpdesk `message_id`, webchat clientMessageId). */
   messageId: string | null;
@@ -37,6 +45,8 @@ export interface DeliveryReport {
   status: 'sent' | 'delivered' | 'read' | 'failed';
   /** The first error of a `failed` status. */
   error: { code: string; message: string } | null;
+  /** What that error does to the conversation, as the channel judges its code (absent in envelopes of older gateways: none). */
+  effect?: ChannelEffect | null;
   /** The customer the message went to (WhatsApp `recipient_id`). */
   clientId: string;
   /** When the channel says it happened (ISO). */
@@ -82,10 +92,10 @@ export type OperatorCommand =
   | { action: 'auto_resolve'; by: null; answeredAt: string; idleMinutes: number }
   /**
    * Not an operator's: the worker's sender tells the conversation what its channel said of a
-   * send. `window_closed`: WhatsApp's 24-hour window is over (the conversation is handed to a
-   * person); `blocked`: the customer blocked the Telegram bot (the session is closed).
+   * send or of a sent message (ChannelEffect: `window_closed` hands the conversation to a
+   * person, `blocked` closes the session).
    */
-  | { action: 'channel_refused'; by: null; reason: 'window_closed' | 'blocked'; outboxId: string };
+  | { action: 'channel_refused'; by: null; reason: ChannelEffect; outboxId: string };
 
 interface EnvelopeBase {
   v: 1;

@@ -6,6 +6,7 @@ import type { WebchatPush } from '../../lib/webchat-pushes.js';
 import { sendingChannels, type SendingChannels } from '../../lib/channels/registry.js';
 import type { SendFailure, SendingChannel, SendTarget } from '../../lib/channels/types.js';
 import { recordedExternalIds, type FinalStatus, type OutboxSend } from '../tables/outbox.js';
+import type { ChannelEffect } from '../../schema/envelope.js';
 import type { WrittenParts } from './written-parts.js';
 
 /**
@@ -68,12 +69,9 @@ export interface DeliveryDeps {
   now?: () => number;
 }
 
-/** What a finished row's failure does to its conversation (published by the sender as a `channel_refused` command). */
-export type DeliveryEffect = 'window_closed' | 'blocked';
-
 /** What becomes of a row after an attempt. */
 export type Outcome =
-  | { kind: 'finish'; status: FinalStatus; externalId?: string | null; error?: string | null; errorCode?: string | null; effect?: DeliveryEffect | null; push?: WebchatPush }
+  | { kind: 'finish'; status: FinalStatus; externalId?: string | null; error?: string | null; errorCode?: string | null; effect?: ChannelEffect | null; push?: WebchatPush }
   /** Tried again later: `uncertain` rows stay `sending` (reconciled before any resend). */
   | { kind: 'retry'; error: string; uncertain: boolean; unreadable?: boolean; delayMs: number }
   /** This sender may not touch it any more (its lease is gone). */
@@ -102,8 +100,9 @@ export class Delivery {
     if (row.channel === 'webchat') return this.#webchat(row);
     const channel = this.#channels[row.channel];
     if (!row.api_token_sealed) return { kind: 'finish', status: 'failed', error: 'the integration has no API token', errorCode: 'no_token' };
-    if (row.channel === 'helpdesk' && !row.api_url) return { kind: 'finish', status: 'failed', error: 'the integration has no apiUrl / apiToken', errorCode: 'no_token' };
     const target = this.#targetOf(row);
+    const lacking = channel.lacks?.(target);
+    if (lacking) return { kind: 'finish', status: 'failed', error: lacking, errorCode: 'no_token' };
     const parts = channel.split(row.text);
     // A one-part reply to a channel that reports what it takes is settled by that report; others by marks (./written-parts.ts).
     const reported = channel.reportWithinMs !== undefined && parts.length === 1;
@@ -138,7 +137,7 @@ export class Delivery {
       this.#deps.logger.warn({ outboxId: row.id, partition: row.partition }, "outbox: lease lost before sending; left to the partition's owner");
       return { kind: 'leave' };
     }
-    if (row.kind === 'helpdesk_transfer') return this.#transfer(row, target);
+    if (row.kind === 'helpdesk_transfer') return this.#transfer(row, channel, target);
     const closed = this.#windowClosed(row, channel);
     if (closed) return closed;
     let externalId: string | null = row.external_id;
@@ -200,16 +199,15 @@ export class Delivery {
     };
   }
 
-  /** A handed-off dialog transferred to the integration's operator group (Chat2Desk transfer_to_group). */
-  async #transfer(row: OutboxSend, target: SendTarget): Promise<Outcome> {
-    if (row.channel !== 'helpdesk') return { kind: 'finish', status: 'cancelled', error: 'not sent: only the helpdesk transfers dialogs', errorCode: 'not_sent' };
+  /** A handed-off dialog transferred to the integration's operator group (the channel's `transfer`: Chat2Desk transfer_to_group). */
+  async #transfer(row: OutboxSend, channel: SendingChannel, target: SendTarget): Promise<Outcome> {
+    if (!channel.transfer) return { kind: 'finish', status: 'cancelled', error: 'not sent: this channel transfers no dialogs', errorCode: 'not_sent' };
     if (!row.handoff_group_id) return { kind: 'finish', status: 'cancelled', error: 'not sent: the integration has no handoffGroupId any more', errorCode: 'not_sent' };
-    if (!row.reply_to_external_id) return { kind: 'finish', status: 'failed', error: 'the customer message has no helpdesk message id to transfer by', errorCode: 'no_message_id' };
-    const helpdesk = this.#channels.helpdesk;
+    if (!row.reply_to_external_id) return { kind: 'finish', status: 'failed', error: "the customer message has no platform message id to transfer by", errorCode: 'no_message_id' };
     try {
-      await helpdesk.transfer(target, row.reply_to_external_id, row.handoff_group_id);
+      await channel.transfer(target, row.reply_to_external_id, row.handoff_group_id);
     } catch (err) {
-      return this.#failed(row, helpdesk, helpdesk.classify(err));
+      return this.#failed(row, channel, channel.classify(err));
     }
     return { kind: 'finish', status: 'sent' };
   }

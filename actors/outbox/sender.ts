@@ -8,12 +8,12 @@ import { inSpan, NO_PARENT, SpanKind, traceOf, tracing } from '../../lib/tracing
 import { publishWebchatPush } from '../../lib/webchat-pushes.js';
 import { Batcher } from '../../lib/batcher.js';
 import type { InboundPublisher } from '../../lib/inbound.js';
-import type { InboundEnvelope } from '../../schema/envelope.js';
+import type { ChannelEffect, InboundEnvelope } from '../../schema/envelope.js';
 import type { OwnedPartition } from '../partitions.js';
 import { messageRowView } from '../plan.js';
 import type { MessageRow } from '../tables/messages.js';
 import { claimSends, finishSends, retrySendsLater, type Finish, type OutboxSend, type RetryLater } from '../tables/outbox.js';
-import { Delivery, type DeliveryEffect, type DeliveryOptions, type Outcome } from './delivery.js';
+import { Delivery, type DeliveryOptions, type Outcome } from './delivery.js';
 import { WrittenParts } from './written-parts.js';
 
 /**
@@ -235,7 +235,7 @@ export class OutboxSender {
   }
 
   /** The conversation is handed to a person (window_closed) or closed (blocked) by its own worker, in turn with its messages. */
-  async #tellConversation(row: OutboxSend, reason: DeliveryEffect): Promise<void> {
+  async #tellConversation(row: OutboxSend, reason: ChannelEffect): Promise<void> {
     const env: InboundEnvelope = {
       v: 1, kind: 'operator', idempotencyKey: `channel-refused:${row.id}`, companyId: row.company_id, integrationId: row.integration_id, channel: row.channel,
       receivedAt: new Date().toISOString(), conversationId: row.conversation_id, clientId: row.client_id,

@@ -1,3 +1,4 @@
+import { REPORTING_CHANNELS } from '../../lib/channels/registry.js';
 import { query, type SqlClient } from '../../lib/db.js';
 import type { OutboxItem, OutboxKind } from '../../schema/conversation-entities.js';
 import type { Channel } from '../../schema/envelope.js';
@@ -76,15 +77,16 @@ export interface OutboxSend extends Pick<Row<OutboxItem>, 'id' | 'company_id' | 
 }
 
 /**
- * Whether the channel reported an uncertain send (WhatsApp): its status is on the message, or
- * the gateway has accepted one naming the row (the acceptance journal, lib/inbound-journal.ts:
+ * Whether the channel reported an uncertain send (read only for channels that report what
+ * they take: SendingChannel.reportWithinMs): its status is on the message, or the gateway has
+ * accepted a delivery report naming the row (the acceptance journal, lib/inbound-journal.ts:
  * written before the gateway's 200, kept until the worker took it), so a report not applied
  * yet (queued behind the partition's backlog at a takeover) counts too. Looked up for
- * uncertain WhatsApp rows only.
+ * uncertain rows of those channels only (sent before this claim: a crash or a lost answer).
  */
-const REPORTED = `case when o.sending_at < now() and c.channel = 'whatsapp' then m.delivery_status is not null or exists (
+const REPORTED = `case when o.sending_at < now() and c.channel = any('{${REPORTING_CHANNELS.join(',')}}'::text[]) then m.delivery_status is not null or exists (
     select 1 from inbound_accepted a
-    where a.partition = o.partition and a.integration_id = c.integration_id and a.idempotency_key like 'ws:%'
+    where a.partition = o.partition and a.integration_id = c.integration_id
       and a.envelope -> 'delivery' ->> 'outboxId' = o.id::text) else false end`;
 
 /**

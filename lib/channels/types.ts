@@ -1,4 +1,4 @@
-import type { DeliveryReport, NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
+import type { ChannelEffect, DeliveryReport, NormalisedMessage, NormalisedStatus } from '../../schema/envelope.js';
 
 /**
  * A channel: a messaging platform reached over HTTP webhooks (the helpdesk, WhatsApp Cloud
@@ -98,7 +98,7 @@ export interface SendFailure {
   /** How long the platform asked us to wait (Retry-After, Telegram's `retry_after`). */
   retryAfterMs: number | null;
   /** What the failure does to the conversation: `window_closed` hands it to a person, `blocked` closes it. */
-  effect: 'window_closed' | 'blocked' | null;
+  effect: ChannelEffect | null;
 }
 
 /** An uncertain send checked against the platform's history (channels that keep one). */
@@ -118,6 +118,14 @@ export interface SendingChannel {
   /** Sends one part; resolves with the platform's id of the sent message. Rejects with anything: classify() judges it. */
   send(target: SendTarget, text: string, options: SendOptions): Promise<{ externalId: string | null }>;
   classify(err: unknown): SendFailure;
+  /** What the integration lacks for any send (the helpdesk: its apiUrl), in the operator's words; null when nothing. The row is then failed as `no_token`, unsent. */
+  lacks?(target: SendTarget): string | null;
+  /**
+   * Only channels whose dialogs have operator groups (the helpdesk: Chat2Desk transfer_to_group):
+   * moves the dialog of `messageId` (the platform's id of the customer message) to `groupId`
+   * when the agent hands it off. The registry's TRANSFERS_DIALOGS says which channels have one.
+   */
+  transfer?(target: SendTarget, messageId: string, groupId: number): Promise<void>;
   /**
    * Only channels that keep a history of sent messages (the helpdesk): whether an uncertain
    * send arrived. Others resume an uncertain send after the parts whose requests had left

@@ -47,7 +47,8 @@ export type WhatsAppHandler = (req: WhatsAppRecordedRequest) => WhatsAppAnswer |
  * `rate_limit` 130429, `pair_rate_limit` 131056, `window_closed` 131047, `undeliverable`
  * 131026, `bad_request` 100, `bad_token` 401/190, `server_error` 500/131000, `unavailable`
  * 503/2, `http_429` 429/130429 with `Retry-After: 1`. Delivered all the same: `fails_later`
- * (accepted, then a `failed` status webhook with 131026), `timeout` (never answered),
+ * (accepted, then a `failed` status webhook with 131026), `window_closed_later` (accepted,
+ * then a `failed` status with 131047: the window closed before Meta delivered it), `timeout` (never answered),
  * `cut` (the connection is closed instead of the answer).
  */
 export type WhatsAppFault =
@@ -61,10 +62,11 @@ export type WhatsAppFault =
   | 'unavailable'
   | 'http_429'
   | 'fails_later'
+  | 'window_closed_later'
   | 'timeout'
   | 'cut';
 
-const GRAPH_FAULTS: Record<Exclude<WhatsAppFault, 'fails_later' | 'timeout' | 'cut'>, { status: number; code: number; message: string; details?: string; headers?: Record<string, string> }> = {
+const GRAPH_FAULTS: Record<Exclude<WhatsAppFault, 'fails_later' | 'window_closed_later' | 'timeout' | 'cut'>, { status: number; code: number; message: string; details?: string; headers?: Record<string, string> }> = {
   rate_limit: { status: 400, code: 130429, message: '(#130429) Rate limit hit', details: 'Cloud API message throughput has been reached.' },
   pair_rate_limit: { status: 400, code: 131056, message: '(#131056) (Business Account, Consumer Account) pair rate limit hit', details: 'Too many messages sent from this phone number to the same phone number in a short period of time.' },
   window_closed: { status: 400, code: 131047, message: 'Re-engagement message', details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.' },
@@ -75,6 +77,12 @@ const GRAPH_FAULTS: Record<Exclude<WhatsAppFault, 'fails_later' | 'timeout' | 'c
   unavailable: { status: 503, code: 2, message: 'Service temporarily unavailable' },
   http_429: { status: 429, code: 130429, message: '(#130429) Rate limit hit', headers: { 'retry-after': '1' } },
 };
+
+/** The `errors` of a `failed` status posted after a send was taken (Meta's shape: code, title, message, error_data). */
+const LATE_FAILURES = {
+  undeliverable: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Message Undeliverable.' } }],
+  window_closed: [{ code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: GRAPH_FAULTS.window_closed.details! } }],
+} satisfies Record<string, StatusInput['errors']>;
 
 export interface StatusWebhookOptions {
   /** Post `read` after `delivered`. */
@@ -198,7 +206,9 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
   const pickLatency = () => (latency[1] > latency[0] ? randomInt(latency[0], latency[1] + 1) : latency[0]);
 
   /** Posts `sent`, `delivered` (and `read`), or `sent`, `failed`, for one delivered message, in the background. */
-  function postStatuses(message: WhatsAppSentMessage, failed: boolean): void {
+  /** `errors`: the message ends `failed` with these (else sent, delivered and maybe read). */
+  function postStatuses(message: WhatsAppSentMessage, errors: StatusInput['errors'] | null): void {
+    const failed = errors !== null;
     const target = poster;
     if (!target) return;
     const opts = statusOptions;
@@ -209,7 +219,11 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
       for (const status of list) {
         await sleep(opts.statusDelayMs ?? 20);
         if (target.stopped) return;
-        const payload = statusPayload(account, { wamid: message.wamid, status, recipientId: message.to, ...(message.bizOpaqueCallbackData !== null ? { bizOpaqueCallbackData: message.bizOpaqueCallbackData } : {}) });
+        const payload = statusPayload(account, {
+          wamid: message.wamid, status, recipientId: message.to,
+          ...(message.bizOpaqueCallbackData !== null ? { bizOpaqueCallbackData: message.bizOpaqueCallbackData } : {}),
+          ...(status === 'failed' && errors ? { errors } : {}),
+        });
         // Each status in its own webhook, each tried again on its own while refused.
         void target.post(payload);
       }
@@ -275,7 +289,7 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
     const custom = handler?.(rec);
     if (custom) {
       const m = custom.deliver && authorised && !refusal ? deliver() : null;
-      if (m) postStatuses(m, false);
+      if (m) postStatuses(m, null);
       await later(custom.delayMs ?? pickLatency());
       if (custom.raw) return custom.raw(res);
       return answer(res, custom.status, custom.body ?? (m && custom.status < 300 ? success(m) : {}), custom.headers);
@@ -284,9 +298,9 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
     if (refusal) return answer(res, 400, graphError(100, '(#100) Invalid parameter', refusal));
 
     const fault = faults.shift();
-    if (fault === undefined || fault === 'fails_later' || fault === 'timeout' || fault === 'cut') {
+    if (fault === undefined || fault === 'fails_later' || fault === 'window_closed_later' || fault === 'timeout' || fault === 'cut') {
       const m = deliver();
-      postStatuses(m, fault === 'fails_later');
+      postStatuses(m, fault === 'fails_later' ? LATE_FAILURES.undeliverable : fault === 'window_closed_later' ? LATE_FAILURES.window_closed : null);
       if (fault === 'timeout') return; // held open until the client gives up or the sandbox closes
       await later(pickLatency());
       if (fault === 'cut') return void res.destroy();

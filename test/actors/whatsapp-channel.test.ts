@@ -209,6 +209,19 @@ t.test('a 131047 answer (re-engagement): the same hand-over', async (t) => {
   t.equal(sentTo(wa).length, 0);
 });
 
+t.test('a 131047 reported late (a failed status after Meta took the send): the same hand-over', async (t) => {
+  graph.failNext(1, 'window_closed_later');
+  const wa = newCustomer();
+  await waCustomerWrites(api, integration, wa, 'closed after taking it');
+  const id = await listedConversationId(api, token, wa);
+  const m = await sentMessage(id, (x) => x.deliveryStatus === 'failed', 'the failed status shown');
+  t.equal(m.delivery, 'sent', 'the send itself was taken');
+  t.equal(m.deliveryError?.code, '131047', `deliveryError ${JSON.stringify(m.deliveryError)}`);
+  await checkHandedOver(t, id, 'window_closed', 'operator');
+  await untilIdle(svc);
+  t.equal(sendsTo(wa).length, 1, 'not sent again');
+});
+
 t.test('an image: the "text only" line is sent and the conversation handed over (unsupported_message)', async (t) => {
   const wa = newCustomer();
   const res = await postWhatsApp(api, integration, waMessagesBody(integration.phoneNumberId!, [{ from: wa, type: 'image', text: 'look at this' }], { [wa]: 'Pic Sender' }));

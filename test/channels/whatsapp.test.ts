@@ -128,16 +128,17 @@ t.test('normalise: statuses, with failed errors and our outbox id', async (t) =>
   t.same(items[0], {
     kind: 'delivery',
     idempotencyKey: 'ws:wamid.S:sent',
-    delivery: { externalId: 'wamid.S', outboxId: '4711', status: 'sent', error: null, clientId: '15551112222', at: new Date(1764583300_000).toISOString() },
+    delivery: { externalId: 'wamid.S', outboxId: '4711', status: 'sent', error: null, effect: null, clientId: '15551112222', at: new Date(1764583300_000).toISOString() },
   });
   t.same(items[1], {
     kind: 'delivery',
     idempotencyKey: 'ws:wamid.S:read',
-    delivery: { externalId: 'wamid.S', outboxId: null, status: 'read', error: null, clientId: '15551112222', at: RECEIVED },
+    delivery: { externalId: 'wamid.S', outboxId: null, status: 'read', error: null, effect: null, clientId: '15551112222', at: RECEIVED },
   });
-  t.match(items[2], { idempotencyKey: 'ws:wamid.F:failed', delivery: { outboxId: null, error: { code: '131026', message: 'Message undeliverable' }, at: new Date(1764583301_000).toISOString() } });
+  t.match(items[2], { idempotencyKey: 'ws:wamid.F:failed', delivery: { outboxId: null, error: { code: '131026', message: 'Message undeliverable' }, effect: null, at: new Date(1764583301_000).toISOString() } });
   const long = items[3]!.kind === 'delivery' ? items[3]!.delivery.error! : null;
   t.equal(long?.code, '131047');
+  t.equal(items[3]!.kind === 'delivery' && items[3]!.delivery.effect, 'window_closed', "131047 in a status: the closed window's effect, as a refused send's");
   t.equal(long?.message.length, 300, 'an error text is cut to 300 characters');
   t.same(items[4]!.kind === 'delivery' && items[4]!.delivery.error, { code: 'unknown', message: 'WhatsApp gave no reason' });
   t.equal(items.length, 5, 'unknown statuses and statuses without recipient or id are not items');

@@ -7,7 +7,8 @@ import { DEFAULT_HISTORY_PAGES, deliveredAs, readHistory } from './history.js';
  * The helpdesk's (Chat2Desk API v1) sending half: a reply is one `POST /v1/messages`
  * carrying our outbox id as `external_id`; an uncertain send is reconciled against the
  * client's history (./history.ts), never sent blind. A handed-off dialog's transfer to the
- * operator group (`transfer`) is the helpdesk's own: no other channel has one.
+ * operator group (`transfer`) is the helpdesk's own: no other channel has one. The apiUrl is
+ * the integration's (no service-wide base): one without it sends nothing (`lacks`).
  */
 export interface HelpdeskSendingOptions {
   timeoutMs?: number;
@@ -17,14 +18,9 @@ export interface HelpdeskSendingOptions {
   guardFor: (apiUrl: string) => AddressGuard | null;
 }
 
-export interface HelpdeskSending extends SendingChannel {
-  /** Chat2Desk transfer_to_group of the dialog of `messageId` (the helpdesk's id of the customer message). */
-  transfer(target: SendTarget, messageId: string, groupId: number): Promise<void>;
-}
-
 const MAX_CACHED_CLIENTS = 1000;
 
-export function helpdeskSending(options: HelpdeskSendingOptions): HelpdeskSending {
+export function helpdeskSending(options: HelpdeskSendingOptions): SendingChannel {
   const timeoutMs = options.timeoutMs ?? DEFAULT_HELPDESK_TIMEOUT_MS;
   const historyPages = options.historyPages ?? DEFAULT_HISTORY_PAGES;
   // One client per instance and token: a tenant's edited token is a new key.
@@ -56,6 +52,7 @@ export function helpdeskSending(options: HelpdeskSendingOptions): HelpdeskSendin
       const retry = e.maybeDelivered ? 'unknown' : e.retryable ? 'later' : 'never';
       return { retry, code, message: e.message, retryAfterMs: e.retryAfterMs, effect: null };
     },
+    lacks: (target) => (target.apiUrl ? null : 'the integration has no apiUrl / apiToken'),
     async reconcile(target: SendTarget, send: UncertainSend, recordedIds: () => Promise<ReadonlySet<string>>): Promise<Reconciled> {
       let history;
       try {
@@ -66,6 +63,7 @@ export function helpdeskSending(options: HelpdeskSendingOptions): HelpdeskSendin
       const remoteId = deliveredAs({ id: send.outboxId, text: send.text, sendingAt: send.sendingAt }, history, await recordedIds());
       return remoteId === null ? { kind: 'not_delivered' } : { kind: 'delivered', externalId: remoteId };
     },
+    // Chat2Desk transfer_to_group.
     async transfer(target, messageId, groupId) {
       await clientFor(target).transferToGroup(messageId, groupId);
     },

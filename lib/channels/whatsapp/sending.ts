@@ -1,6 +1,7 @@
 import { DEFAULT_WHATSAPP_STATUS_WAIT_MS } from '../../config.js';
 import { OutboundError, outboundErrorIn, retryAfterMs, type OutboundErrorCode } from '../../outbound-errors.js';
 import { outboundRequest, parseJsonBody } from '../../outbound-http.js';
+import type { ChannelEffect } from '../../../schema/envelope.js';
 import type { SendFailure, SendingChannel, SendOptions, SendTarget } from '../types.js';
 
 /**
@@ -46,6 +47,11 @@ export class WhatsAppSendError extends OutboundError {
 /** Graph error codes that mean "not now": rate limits (4, 80007, 130429, 131048, 131056) and temporary failures (1, 2, 131000, 131016, 133004). */
 const LATER_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 131000, 131016, 131048, 131056, 133004]);
 const WINDOW_CLOSED = 131047;
+
+/** What a Graph error code does to the conversation, whether a send's answer or a `failed` status carried it (131047: `window_closed`). */
+export function graphCodeEffect(code: number | string | null): ChannelEffect | null {
+  return code !== null && Number(code) === WINDOW_CLOSED ? 'window_closed' : null;
+}
 
 /** What a Graph error code means, in our words (shown to operators with the code). */
 const GRAPH_CODE_TEXT: Readonly<Record<number, string>> = {
@@ -197,7 +203,8 @@ export function classifyWhatsAppFailure(err: unknown): SendFailure {
     const g = wa.graphCode;
     const code = g !== null ? String(g) : `http_${status}`;
     const wait = { retryAfterMs: wa.retryAfterMs };
-    if (g === WINDOW_CLOSED) return failure('never', code, `WhatsApp refused the message (${codeText(code, g)})`, { effect: 'window_closed' });
+    const effect = graphCodeEffect(g);
+    if (effect) return failure('never', code, `WhatsApp refused the message (${codeText(code, g)})`, { effect });
     if ((g !== null && LATER_CODES.has(g)) || status === 429 || status >= 500) {
       return failure('later', code, `WhatsApp did not take the message now (${codeText(code, g)}); it will be tried again`, wait);
     }

@@ -3,6 +3,7 @@ import { AppError } from '../../errors.js';
 import { CONTACT_LIMITS, contactText } from '../../leads.js';
 import type { DeliveryReport, NormalisedMessage } from '../../../schema/envelope.js';
 import type { InboundItem, Normalised, ProbeAnswer, ProbedIntegration, WebhookChannel } from '../types.js';
+import { graphCodeEffect } from './sending.js';
 
 /**
  * The gateway's half of the WhatsApp Cloud API channel (Meta Graph webhooks).
@@ -17,7 +18,8 @@ import type { InboundItem, Normalised, ProbeAnswer, ProbedIntegration, WebhookCh
  *   answer. Key `wa:<wamid>`; the contact's name comes from `value.contacts[]` (the entry
  *   whose `wa_id` is the sender), cleaned like every contact field (lib/leads.ts contactText).
  * - `value.statuses[]`: what became of our sent messages (`sent`, `delivered`, `read`,
- *   `failed` with `errors[]`), key `ws:<wamid>:<status>`; `biz_opaque_callback_data` (what
+ *   `failed` with `errors[]` and what the first one's code does to the conversation, as a
+ *   refused send's would: sending.ts graphCodeEffect), key `ws:<wamid>:<status>`; `biz_opaque_callback_data` (what
  *   our send carried: the outbox id) is kept when it is 1–20 digits.
  * Not items (the body is answered 200 and dropped): an object without `entry`, another
  * `object` than "whatsapp_business_account", other fields (account updates, templates, ...),
@@ -112,11 +114,13 @@ function statusItem(s: unknown, receivedAt: string): InboundItem | null {
   const status = s.status;
   if (id === null || clientId === null || typeof status !== 'string' || !STATUSES.has(status)) return null;
   const opaque = s.biz_opaque_callback_data;
+  const error = status === 'failed' ? firstError(s.errors) : null;
   const delivery: DeliveryReport = {
     externalId: id,
     outboxId: typeof opaque === 'string' && /^\d{1,20}$/.test(opaque) ? opaque : null,
     status: status as DeliveryReport['status'],
-    error: status === 'failed' ? firstError(s.errors) : null,
+    error,
+    effect: error ? graphCodeEffect(error.code) : null,
     clientId,
     at: whatsappTimeIso(s.timestamp, receivedAt),
   };
