@@ -149,7 +149,15 @@ class DocumentBuilder {
     return {
       description: r.description,
       ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([name, h]) => [name, { description: h.description, schema: this.schema(h.schema) }])) } : {}),
-      ...(r.schema ? { content: { [r.type ?? 'application/json']: { schema: this.schema(r.schema), ...(r.example !== undefined ? { example: r.example } : {}) } } } : {}),
+      ...(r.schema ? { content: this.#content(r) } : {}),
+    };
+  }
+
+  #content(r: ResponseDoc): Record<string, unknown> {
+    const media = (schema: unknown, example: unknown) => ({ schema: this.schema(schema), ...(example !== undefined ? { example } : {}) });
+    return {
+      [r.type ?? 'application/json']: media(r.schema, r.example),
+      ...Object.fromEntries(Object.entries(r.alsoAnswers ?? {}).map(([type, m]) => [type, media(m.schema, m.example)])),
     };
   }
 
@@ -164,8 +172,16 @@ class DocumentBuilder {
     }
     const out: Record<string, unknown> = {};
     for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
-      if (doc.responses[status]) throw new Error(`OpenAPI: ${doc.method} ${doc.fullPath} documents ${status} and error codes with that status (${list.join(', ')})`);
+      const documented = doc.responses[status];
       const response = this.#errorResponse(list, codes);
+      if (documented) {
+        // Only an answer of another media type may share a status with error codes (one JSON body per status).
+        if ((documented.type ?? 'application/json') === 'application/json' || !documented.schema) {
+          throw new Error(`OpenAPI: ${doc.method} ${doc.fullPath} documents ${status} and error codes with that status (${list.join(', ')})`);
+        }
+        out[status] = { ...response, description: `${documented.description}; ${response.description as string}`, content: { ...(response.content as object), ...this.#content(documented) } };
+        continue;
+      }
       const only = list.length === 1 && doc.errors?.[list[0]!] === undefined ? implied[list[0]!] : undefined;
       if (only) {
         this.responses[only.response] ??= response;

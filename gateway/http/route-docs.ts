@@ -36,10 +36,15 @@ export interface ResponseDoc {
   description: string;
   /** The body's schema; none for an answer without a body (204, 101, 304). */
   schema?: JsonSchema;
-  /** Media type of the body (default application/json). */
+  /**
+   * Media type of the body (default application/json). A response of another type may share
+   * its status with error codes (their JSON Error beside it: WhatsApp's probe refused as text).
+   */
   type?: string;
   /** One example of the body; it must validate against `schema` (test/gateway/openapi.test.ts). */
   example?: unknown;
+  /** The same status answered in other media types too, by type (WhatsApp's probe: its challenge as text/plain). */
+  alsoAnswers?: Readonly<Record<string, { schema: JsonSchema; example?: unknown }>>;
   headers?: Readonly<Record<string, { description: string; schema: JsonSchema }>>;
 }
 

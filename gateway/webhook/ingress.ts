@@ -256,6 +256,13 @@ export function webhookIngress(deps: WebhookIngressDeps): WebhookIngress {
           description: 'The integration exists for that connector (JSON); for WhatsApp\'s probe with the right hub.verify_token, the hub.challenge as text/plain instead.',
           schema: object({ ok: { const: true }, verified: { const: true } }),
           example: { ok: true, verified: true },
+          alsoAnswers: { 'text/plain': { schema: { type: 'string', maxLength: 256 }, example: '1158201444' } },
+        },
+        403: {
+          description: "WhatsApp's probe refused (text/plain): a wrong or missing hub.verify_token, another hub.mode, no or an over-long hub.challenge",
+          type: 'text/plain',
+          schema: { type: 'string', const: 'verification failed' },
+          example: 'verification failed',
         },
       },
       errors: { NOT_FOUND: 'unknown connector type, or no integration of that connector' },

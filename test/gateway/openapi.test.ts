@@ -1,5 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { randomBytes } from 'node:crypto';
 import { get } from 'node:http';
 import t, { type Test } from 'tap';
 import { createGatewayApp, SERVER_ROUTE_DOCS } from '../../gateway/app.js';
@@ -11,6 +12,7 @@ import { FRAME_ERROR_CODES } from '../../gateway/webchat/frames.js';
 import { signBody } from '../../gateway/webhook/signature.js';
 import { ERRORS, type ErrorCode } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
+import { startTelegramSandbox } from '../../scripts/sandbox/telegram.js';
 import { waitForDocument } from '../support/knowledge.js';
 import { startTestService, uniqueEmail, type ApiResponse } from '../support/service.js';
 import { openChat, UpgradeRefused } from '../support/webchat.js';
@@ -22,7 +24,10 @@ import { startTestWorker, waitForPartitions } from '../support/worker.js';
  * schemas describe what the routes really answer (a scenario through the running service,
  * every answer validated against the documented schema of its status).
  */
-const svc = await startTestService(t, 'openapi', { env: { PARTITIONS: '1' } });
+const BOT = `${3_000_000 + Math.floor(Math.random() * 1e6)}:${randomBytes(24).toString('base64url')}`;
+const telegram = await startTelegramSandbox({ tokens: [BOT], latencyMs: [0, 5] });
+t.teardown(() => telegram.close());
+const svc = await startTestService(t, 'openapi', { env: { PARTITIONS: '1', TELEGRAM_API_URL: telegram.url } });
 
 type Json = any;
 const served = await fetch(`${svc.url}/api/openapi.json`);
@@ -385,6 +390,28 @@ t.test('real answers match the documented schemas', async (t) => {
     headers: { 'content-type': 'application/json', 'x-webhook-signature': signBody(desk.webhookSecret, payload) },
   });
   t.equal(inactive.status, 403, 'signed (a rotated-out secret verifies through its grace period), refused: the integration is off');
+
+  // The direct channels: WhatsApp (Meta's GET probe answers text/plain; a signed status) and Telegram (setWebhook on create).
+  const appSecret = randomBytes(16).toString('hex');
+  const wa = (await call(t, 'POST', '/api/integrations', { token, body: { type: 'whatsapp', name: 'WhatsApp', agentId: builtin.id, phoneNumberId: '106540352242922', accessToken: 'EAAG-example', appSecret } })).body.integration;
+  await call(t, 'GET', '/api/integrations/{id}', { token, params: { id: wa.id } });
+  const probe = (challenge: string, verifyToken: string) => `?hub.mode=subscribe&hub.verify_token=${encodeURIComponent(verifyToken)}&hub.challenge=${challenge}`;
+  const challenged = await call(t, 'GET', '/api/webhook/{connectorType}/{integrationId}', { params: { connectorType: 'whatsapp', integrationId: wa.id }, query: probe('1158201444', wa.verifyToken) });
+  t.equal(challenged.body, '1158201444', "Meta's probe: the challenge, as plain text");
+  t.equal((await call(t, 'GET', '/api/webhook/{connectorType}/{integrationId}', { params: { connectorType: 'whatsapp', integrationId: wa.id }, query: probe('1', 'not-the-token') })).status, 403);
+  const status = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', statuses: [{ id: 'wamid.X', status: 'read', timestamp: '1764583300', recipient_id: '15551112222' }] } }] }] });
+  const waPost = (signature: string) =>
+    call(t, 'POST', '/api/webhook/{connectorType}/{integrationId}', { params: { connectorType: 'whatsapp', integrationId: wa.id }, rawBody: status, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+  t.equal((await waPost(signBody(appSecret, status))).status, 200, 'signed with the app secret');
+  t.equal((await waPost(signBody('another secret', status))).status, 401);
+  const bot = await call(t, 'POST', '/api/integrations', { token, body: { type: 'telegram', name: 'Bot', agentId: builtin.id, botToken: BOT } });
+  t.equal(bot.body.integration.webhookStatus, 'ok', 'setWebhook answered');
+  await call(t, 'POST', '/api/integrations/{id}/register-webhook', { token, params: { id: bot.body.integration.id } });
+  const update = JSON.stringify({ update_id: 901, message: { message_id: 1, date: 1764583300, chat: { id: 77, type: 'private', first_name: 'Ann' }, from: { id: 77, is_bot: false, first_name: 'Ann' }, text: 'hello' } });
+  const tgPost = (secret: string) =>
+    call(t, 'POST', '/api/webhook/{connectorType}/{integrationId}', { params: { connectorType: 'telegram', integrationId: bot.body.integration.id }, rawBody: update, headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret } });
+  t.equal((await tgPost(bot.body.integration.webhookSecret)).status, 200, 'the secret header');
+  t.equal((await tgPost('wrong')).status, 401);
 
   const chat = (await call(t, 'POST', '/api/integrations', { token, body: { type: 'webchat', name: 'Site chat', agentId: builtin.id } })).body.integration;
   await call(t, 'POST', '/api/integrations/{id}/register-webhook', { token, params: { id: chat.id } });
