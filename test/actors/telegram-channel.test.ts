@@ -164,3 +164,27 @@ t.test('an operator reply goes out with sendMessage and takes over', async (t) =
   await new Promise((r) => setTimeout(r, 300));
   t.equal(bot.delivered(chat).length, 2, 'the bot stays silent');
 });
+
+t.test("a Telegram conversation counts in analytics and replays like any other; a replay writes to nobody's chat", async (t) => {
+  const period = () => `?from=${new Date(Date.now() - 3_600_000).toISOString()}&to=${new Date(Date.now() + 60_000).toISOString()}`;
+  const counted = async () => (await api('GET', `/api/analytics${period()}`, { token })).body.analytics.conversations as number;
+  const before = await counted();
+  const chat = newChat();
+  await tgCustomerWrites(api, integration, chat, 'do you ship abroad?');
+  await bot.waitFor(() => bot.delivered(chat).length >= 1, 15_000);
+  const id = await listedConversationId(api, token, String(chat));
+  await untilIdle(svc);
+  t.equal(await counted(), before + 1, 'one more conversation in analytics');
+
+  const sends = bot.requests.filter((r) => r.method === 'sendMessage').length;
+  const started = await api('POST', `/api/agents/${agentId}/replays`, { token, body: { changes: { systemPrompt: 'Answer in one line.' }, conversations: { ids: [id] } } });
+  t.equal(started.status, 201, JSON.stringify(started.body));
+  const replay = await eventually(async () => {
+    const r = (await api('GET', `/api/agents/${agentId}/replays/${started.body.replay.id}`, { token })).body.replay;
+    return r?.status === 'done' ? r : null;
+  }, 20_000, 'the replay done');
+  t.same(replay.items.map((i: any) => [i.conversationId, i.question, i.after.kind]), [[id, 'do you ship abroad?', 'reply']], "the customer's Telegram question replayed and answered");
+  t.match(replay.items[0].after.text, /do you ship abroad\?/, 'with the changed agent');
+  t.equal(bot.requests.filter((r) => r.method === 'sendMessage').length, sends, 'the Bot API heard nothing of it');
+  t.equal(bot.delivered(chat).length, 1, 'the customer got only the live answer');
+});

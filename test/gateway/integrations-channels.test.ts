@@ -111,6 +111,39 @@ t.test('WhatsApp: create shows the verifyToken and never the access token or the
   t.equal(await whatsappPost(i.id, 'not-the-app-secret'), 401);
 });
 
+/** The integration once `check` holds (webhook activity is recorded in batches: seconds at most). */
+const until = async (id: number, check: (i: any) => boolean, what: string) => {
+  let last: any;
+  for (const end = Date.now() + 5_000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+    if (check((last = (await get(id)).body.integration))) return last;
+  }
+  throw new Error(`${what}: not reached; integration is ${JSON.stringify(last)}`);
+};
+
+t.test("the health badge's webhookStatus of both: failing while deliveries are refused for their proof, ok once a proven one arrives", async (t) => {
+  const w = (await create({ ...whatsappBody, name: 'Health WA' })).body.integration;
+  const g = (await create({ type: 'telegram', name: 'Health TG', agentId, botToken: BOT })).body.integration;
+  t.equal(w.webhookStatus, 'pending', 'WhatsApp: set in Meta’s dashboard, nothing received yet');
+  t.equal(g.webhookStatus, 'ok', 'Telegram: registered by the create');
+
+  t.equal(await whatsappPost(w.id, 'an old app secret'), 401);
+  t.equal(await telegramPost(g.id, 'a'.repeat(64)), 401);
+  for (const [i, what] of [[w, 'WhatsApp'], [g, 'Telegram']] as const) {
+    const failing = await until(i.id, (x) => x.signatureFailuresLastHour === 1, `${what}: the refusal counted`);
+    t.equal(failing.webhookStatus, 'failing', `${what}: not "Webhook OK" while its deliveries are refused`);
+    t.equal(failing.lastWebhookAt, null);
+    t.match(failing.lastSignatureFailure, { at: ISO_MS, reason: String }, `${what}: the last refusal and why`);
+  }
+
+  t.equal(await whatsappPost(w.id, APP_SECRET), 200);
+  t.equal(await telegramPost(g.id, g.webhookSecret), 200);
+  for (const [i, what] of [[w, 'WhatsApp'], [g, 'Telegram']] as const) {
+    const ok = await until(i.id, (x) => x.lastWebhookAt !== null, `${what}: the accepted delivery recorded`);
+    t.equal(ok.webhookStatus, 'ok', `${what}: deliveries arrive`);
+    t.equal(ok.signatureFailuresLastHour, 1, `${what}: the refusal still counted for the hour`);
+  }
+});
+
 t.test('WhatsApp: patch, register-webhook and rotate-secret refused, delete', async (t) => {
   const i = (await create({ ...whatsappBody, name: 'Patched' })).body.integration;
   const newSecret = randomBytes(20).toString('hex');
