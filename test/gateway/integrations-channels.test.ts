@@ -5,6 +5,7 @@ import { createLogger } from '../../lib/logger.js';
 import { startTelegramSandbox } from '../../scripts/sandbox/telegram.js';
 import { signUp, startTestService } from '../support/service.js';
 import { createAgent, dropNatsPrefixAtEnd } from '../support/webhooks.js';
+import { eventually } from '../support/worker.js';
 
 /**
  * WhatsApp Cloud API and Telegram integrations (contract.md § Direct channels): create, list,
@@ -112,13 +113,11 @@ t.test('WhatsApp: create shows the verifyToken and never the access token or the
 });
 
 /** The integration once `check` holds (webhook activity is recorded in batches: seconds at most). */
-const until = async (id: number, check: (i: any) => boolean, what: string) => {
-  let last: any;
-  for (const end = Date.now() + 5_000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
-    if (check((last = (await get(id)).body.integration))) return last;
-  }
-  throw new Error(`${what}: not reached; integration is ${JSON.stringify(last)}`);
-};
+const until = (id: number, check: (i: any) => boolean, what: string): Promise<any> =>
+  eventually(async () => {
+    const i = (await get(id)).body.integration;
+    return check(i) ? i : null;
+  }, 5_000, what);
 
 t.test("the health badge's webhookStatus of both: failing while deliveries are refused for their proof, ok once a proven one arrives", async (t) => {
   const w = (await create({ ...whatsappBody, name: 'Health WA' })).body.integration;
