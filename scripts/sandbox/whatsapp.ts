@@ -48,8 +48,8 @@ export type WhatsAppHandler = (req: WhatsAppRecordedRequest) => WhatsAppAnswer |
  * 131026, `bad_request` 100, `bad_token` 401/190, `server_error` 500/131000, `unavailable`
  * 503/2, `http_429` 429/130429 with `Retry-After: 1`. Delivered all the same: `fails_later`
  * (accepted, then a `failed` status webhook with 131026), `window_closed_later` (accepted,
- * then a `failed` status with 131047: the window closed before Meta delivered it), `timeout` (never answered),
- * `cut` (the connection is closed instead of the answer).
+ * then a `failed` status with 131047: the window closed before Meta delivered it), `timeout`
+ * (never answered), `cut` (the connection is closed instead of the answer).
  */
 export type WhatsAppFault =
   | 'rate_limit'
@@ -78,11 +78,10 @@ const GRAPH_FAULTS: Record<Exclude<WhatsAppFault, 'fails_later' | 'window_closed
   http_429: { status: 429, code: 130429, message: '(#130429) Rate limit hit', headers: { 'retry-after': '1' } },
 };
 
-/** The `errors` of a `failed` status posted after a send was taken (Meta's shape: code, title, message, error_data). */
-const LATE_FAILURES = {
-  undeliverable: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Message Undeliverable.' } }],
-  window_closed: [{ code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: GRAPH_FAULTS.window_closed.details! } }],
-} satisfies Record<string, StatusInput['errors']>;
+/** The `errors` of `window_closed_later`'s `failed` status (Meta's shape; `fails_later` posts statusPayload's default, 131026). */
+const WINDOW_CLOSED_LATER: StatusInput['errors'] = [
+  { code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: GRAPH_FAULTS.window_closed.details! } },
+];
 
 export interface StatusWebhookOptions {
   /** Post `read` after `delivered`. */
@@ -205,10 +204,12 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
     });
   const pickLatency = () => (latency[1] > latency[0] ? randomInt(latency[0], latency[1] + 1) : latency[0]);
 
-  /** Posts `sent`, `delivered` (and `read`), or `sent`, `failed`, for one delivered message, in the background. */
-  /** `errors`: the message ends `failed` with these (else sent, delivered and maybe read). */
-  function postStatuses(message: WhatsAppSentMessage, errors: StatusInput['errors'] | null): void {
-    const failed = errors !== null;
+  /**
+   * Posts `sent`, `delivered` (and `read`), or with a `failure`, `sent`, `failed` (its `errors`,
+   * else statusPayload's), for one delivered message, in the background.
+   */
+  function postStatuses(message: WhatsAppSentMessage, failure: Pick<StatusInput, 'errors'> | null): void {
+    const failed = failure !== null;
     const target = poster;
     if (!target) return;
     const opts = statusOptions;
@@ -222,7 +223,7 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
         const payload = statusPayload(account, {
           wamid: message.wamid, status, recipientId: message.to,
           ...(message.bizOpaqueCallbackData !== null ? { bizOpaqueCallbackData: message.bizOpaqueCallbackData } : {}),
-          ...(status === 'failed' && errors ? { errors } : {}),
+          ...(status === 'failed' ? failure : {}),
         });
         // Each status in its own webhook, each tried again on its own while refused.
         void target.post(payload);
@@ -300,7 +301,7 @@ export async function startWhatsAppSandbox(options: WhatsAppSandboxOptions = {})
     const fault = faults.shift();
     if (fault === undefined || fault === 'fails_later' || fault === 'window_closed_later' || fault === 'timeout' || fault === 'cut') {
       const m = deliver();
-      postStatuses(m, fault === 'fails_later' ? LATE_FAILURES.undeliverable : fault === 'window_closed_later' ? LATE_FAILURES.window_closed : null);
+      postStatuses(m, fault === 'fails_later' ? {} : fault === 'window_closed_later' ? { errors: WINDOW_CLOSED_LATER } : null);
       if (fault === 'timeout') return; // held open until the client gives up or the sandbox closes
       await later(pickLatency());
       if (fault === 'cut') return void res.destroy();

@@ -32,14 +32,14 @@ const whatsapp = await insertChannelIntegration(svc, { companyId: user.companyId
 wa.connect(`${svc.url}/api/webhook/whatsapp/${whatsapp.id}`, whatsapp.webhookSecret);
 const workerEnv = { DATABASE_URL: svc.config.databaseUrl, NATS_URL: svc.config.natsUrl ?? TEST_NATS_URL, NATS_PREFIX: svc.config.natsPrefix, PARTITIONS: '2', ...channelEnv };
 
-/** The written_parts of the customer's reply row (null: no row yet). */
-async function writtenParts(clientId: string): Promise<number | null> {
-  const [row] = await sql<{ written_parts: number }>(
+/** The outbox row of the customer's reply (undefined: none yet). */
+async function replyRow(clientId: string): Promise<{ status: string; written_parts: number } | undefined> {
+  const [row] = await sql<{ status: string; written_parts: number }>(
     svc.orm,
-    `select o.written_parts from outbox o join conversations c on c.id = o.conversation_id where c.client_id = ? and o.kind = 'agent_reply'`,
+    `select o.status, o.written_parts from outbox o join conversations c on c.id = o.conversation_id where c.client_id = ? and o.kind = 'agent_reply'`,
     [clientId],
   );
-  return row ? row.written_parts : null;
+  return row;
 }
 
 // One worker at a time; each case kills it and the next one takes over (its partitions once the killed one's lease expired).
@@ -64,14 +64,11 @@ for (const channel of ['telegram', 'whatsapp'] as const) {
       else await waCustomerWrites(svc.api, whatsapp, client, 'LONG please');
       await waitUntil(() => parts().length === killedOn, 60_000, `part ${killedOn} delivered`);
       // Its mark is written as the request leaves (on its own connection): the kill comes after it.
-      await waitUntil(async () => (await writtenParts(client)) === killedOn, 10_000, `written_parts = ${killedOn}`);
+      await waitUntil(async () => (await replyRow(client))?.written_parts === killedOn, 10_000, `written_parts = ${killedOn}`);
       worker.signal('SIGKILL');
       t.match(await worker.exited, { signal: 'SIGKILL' });
       worker = startWorkerProcess(root, workerEnv);
-      await waitUntil(async () => {
-        const [row] = await sql<{ status: string }>(svc.orm, `select o.status from outbox o join conversations c on c.id = o.conversation_id where c.client_id = ? and o.kind = 'agent_reply'`, [client]);
-        return row?.status === 'sent';
-      }, 90_000, 'the reply finished by the next worker');
+      await waitUntil(async () => (await replyRow(client))?.status === 'sent', 90_000, 'the reply finished by the next worker');
       const got = parts();
       t.equal(got.length, 2, `two parts delivered, none twice (${got.map((p) => p.length).join(' + ')} characters)`);
       t.equal(got.map((p) => p.trim()).join(' '), LONG, 'in order, the whole reply');
