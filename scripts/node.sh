@@ -6,7 +6,9 @@
 # scripts/run.sh (so `npm run demo` too) and scripts/test.sh; nothing else downloads a runtime.
 NODE_MAJOR=24
 
-node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# The caller's NODE_OPTIONS (a test runner's loader, a flag one version lacks) has no say in
+# which version a binary is: the probe runs without it.
+node_major() { NODE_OPTIONS='' "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
 ensure_node() {
   local root have platform dir tmp
@@ -26,6 +28,10 @@ ensure_node() {
     if ! command -v npm >/dev/null 2>&1; then
       echo "Node.js $NODE_MAJOR is needed and npm is not here to fetch it: install Node $NODE_MAJOR LTS and run again." >&2
       return 1
+    fi
+    # A runtime unpacked before that does not answer: why, before fetching it again.
+    if [ -x "$dir/bin/node" ]; then
+      echo "The Node.js in $dir did not give its version: $(NODE_OPTIONS='' "$dir/bin/node" --version 2>&1 | head -n 3)" >&2
     fi
     echo "Node.js $NODE_MAJOR is needed (this machine has $(node --version 2>/dev/null || echo none)); fetching node-$platform@$NODE_MAJOR from the npm registry" >&2
     tmp=$(mktemp -d)
